@@ -1,0 +1,12 @@
+import { parseEnv, databaseEnv, z, ConfigError } from '@quest/config';
+import { migrate } from '../migrate.ts';
+
+try {
+  const env = parseEnv(z.object({ DATABASE_URL: databaseEnv.DATABASE_URL }), process.env);
+  const result = await migrate(env.DATABASE_URL);
+  if (result.createdDatabase) console.log('created database');
+  console.log(result.applied.length ? `applied: ${result.applied.join(', ')}` : 'schema is up to date');
+} catch (error) {
+  console.error(error instanceof ConfigError ? error.message : `migration failed: ${(error as Error).message}`);
+  process.exit(1);
+}

@@ -1,0 +1,76 @@
+import { fileURLToPath } from 'node:url';
+import postgres from 'postgres';
+import shift from 'postgres-shift';
+import { createSql } from './client.ts';
+
+export const MIGRATIONS_DIR = fileURLToPath(new URL('../migrations', import.meta.url));
+
+/** Arbitrary constant: the advisory lock every migrating process queues on. */
+const MIGRATION_LOCK_ID = 7_351_042_001;
+
+/**
+ * Create the target database if it does not exist. Connects to the `postgres` maintenance
+ * database of the same server; losing a race with a concurrent creator is fine.
+ */
+export async function ensureDatabase(url: string): Promise<boolean> {
+  const target = new URL(url);
+  const name = decodeURIComponent(target.pathname.replace(/^\//, ''));
+  if (!name) throw new Error('DATABASE_URL names no database');
+  const probe = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 5 });
+  try {
+    await probe`select 1`;
+    return false;
+  } catch (error) {
+    if ((error as { code?: string }).code !== '3D000') throw error;
+  } finally {
+    await probe.end({ timeout: 1 });
+  }
+  const admin = new URL(url);
+  admin.pathname = '/postgres';
+  const maintenance = postgres(admin.toString(), { max: 1, onnotice: () => {}, connect_timeout: 5 });
+  try {
+    await maintenance.unsafe(`create database "${name.replaceAll('"', '""')}"`);
+    return true;
+  } catch (error) {
+    // Losing a creation race shows as 42P04, or as 23505 on pg_database when both got past the check.
+    const code = (error as { code?: string }).code;
+    if (code === '42P04' || code === '23505') return false;
+    throw error;
+  } finally {
+    await maintenance.end({ timeout: 1 });
+  }
+}
+
+export interface MigrateResult {
+  createdDatabase: boolean;
+  applied: string[];
+}
+
+/**
+ * Apply pending migrations. Safe to call from many processes at once: each takes a session-level
+ * advisory lock first, so one applies and the others then find nothing left to do.
+ */
+export async function migrate(url: string, opts: { dir?: string } = {}): Promise<MigrateResult> {
+  const createdDatabase = await ensureDatabase(url);
+  const sql = createSql(url, { max: 2, applicationName: 'quest-rewards-migrate' });
+  const applied: string[] = [];
+  try {
+    const lock = await sql.reserve();
+    try {
+      await lock`select pg_advisory_lock(${MIGRATION_LOCK_ID})`;
+      await shift({
+        sql,
+        path: opts.dir ?? MIGRATIONS_DIR,
+        after: ({ migration_id, name }: { migration_id: number; name: string }) => {
+          applied.push(`${String(migration_id).padStart(5, '0')} ${name}`);
+        },
+      });
+    } finally {
+      await lock`select pg_advisory_unlock(${MIGRATION_LOCK_ID})`.catch(() => {});
+      lock.release();
+    }
+  } finally {
+    await sql.end({ timeout: 5 });
+  }
+  return { createdDatabase, applied };
+}

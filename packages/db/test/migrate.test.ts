@@ -1,0 +1,111 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import postgres from 'postgres';
+import { afterAll, describe, expect, it } from 'vitest';
+import { migrate } from '@quest/db/migrate';
+import { testServers, uniqueName } from '@quest/testing';
+
+const created: string[] = [];
+async function freshUrl(): Promise<string> {
+  const { postgresUrl } = await testServers();
+  const url = new URL(postgresUrl);
+  const name = uniqueName('qr_mig');
+  created.push(name);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+afterAll(async () => {
+  const { postgresUrl } = await testServers();
+  const admin = postgres(postgresUrl, { max: 1, onnotice: () => {} });
+  for (const name of created) await admin.unsafe(`drop database if exists "${name}" with (force)`);
+  await admin.end();
+});
+
+const migrateBin = fileURLToPath(new URL('../src/bin/migrate.ts', import.meta.url));
+function runMigrateProcess(url: string): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', migrateBin], { env: { ...process.env, DATABASE_URL: url } });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (out += d));
+    child.on('exit', (code) => resolve({ code, out }));
+  });
+}
+
+describe('migrate', () => {
+  it('creates a missing database, applies the schema once, and is a no-op the second time', async () => {
+    const url = await freshUrl();
+    const first = await migrate(url);
+    expect(first.createdDatabase).toBe(true);
+    expect(first.applied).toEqual(['00001 init']);
+    const second = await migrate(url);
+    expect(second).toEqual({ createdDatabase: false, applied: [] });
+    const sql = postgres(url, { max: 1 });
+    const tables = await sql<
+      { t: string }[]
+    >`select table_name as t from information_schema.tables where table_schema = 'public' order by 1`;
+    expect(tables.map((r) => r.t)).toEqual([
+      'accounts',
+      'allocation_rejections',
+      'allocation_requests',
+      'api_keys',
+      'batches',
+      'campaigns',
+      'feature_flags',
+      'migrations',
+      'owners',
+      'payouts',
+      'quests',
+    ]);
+    const flags = await sql`select name, enabled from feature_flags order by name`;
+    expect(flags).toEqual([
+      { name: 'campaigns', enabled: true },
+      { name: 'quests', enabled: true },
+    ]);
+    await sql.end();
+  });
+
+  it('lets two processes migrate the same new database at once without racing', async () => {
+    const url = await freshUrl();
+    const [a, b] = await Promise.all([runMigrateProcess(url), runMigrateProcess(url)]);
+    expect(a.code, a.out).toBe(0);
+    expect(b.code, b.out).toBe(0);
+    // Exactly one of them applied the migration; the other found the schema up to date.
+    expect([a.out, b.out].filter((o) => o.includes('applied: 00001 init'))).toHaveLength(1);
+    expect([a.out, b.out].filter((o) => o.includes('schema is up to date'))).toHaveLength(1);
+    const sql = postgres(url, { max: 1 });
+    const rows = await sql`select migration_id from migrations`;
+    expect(rows).toHaveLength(1);
+    await sql.end();
+  });
+
+  it('the database enforces the ledger constraints', async () => {
+    const url = await freshUrl();
+    await migrate(url);
+    const sql = postgres(url, { max: 1, onnotice: () => {} });
+    await sql`insert into owners (id, name, pass_address) values ('own_a', 'A', ${'0x' + 'a'.repeat(40)})`;
+    await expect(
+      sql`insert into owners (id, name, pass_address) values ('own_b', 'B', ${'0x' + 'a'.repeat(40)})`,
+    ).rejects.toMatchObject({ code: '23505' });
+    await expect(sql`insert into owners (id, name, pass_address) values ('own_c', 'C', 'not-an-address')`).rejects.toMatchObject({
+      code: '23514',
+    });
+    const [q] = await sql`insert into quests (owner_id, name, start_at, end_at, total_points, points_remaining)
+      values ('own_a', 'Q', now(), now() + interval '1 day', 100, 100) returning id`;
+    await expect(sql`update quests set points_remaining = -1 where id = ${q!.id}`).rejects.toMatchObject({ code: '23514' });
+    await expect(sql`update quests set points_remaining = 101 where id = ${q!.id}`).rejects.toMatchObject({ code: '23514' });
+    const [acc] = await sql`insert into accounts (pass_address) values (${'0x' + 'b'.repeat(40)}) returning id`;
+    await expect(
+      sql`insert into payouts (id, quest_id, account_id, amount, request_key, created_at) values ('pay_1', ${q!.id}, ${acc!.id}, 0, 'k', now())`,
+    ).rejects.toMatchObject({ code: '23514' });
+    await sql`insert into payouts (id, quest_id, account_id, amount, request_key, created_at) values ('pay_1', ${q!.id}, ${acc!.id}, 5, 'k', now())`;
+    await expect(
+      sql`insert into payouts (id, quest_id, account_id, amount, request_key, created_at) values ('pay_2', ${q!.id}, ${acc!.id}, 5, 'k', now())`,
+    ).rejects.toMatchObject({ code: '23505' });
+    await expect(
+      sql`insert into payouts (id, quest_id, account_id, amount, request_key, created_at) values ('pay_3', 999, ${acc!.id}, 5, 'k2', now())`,
+    ).rejects.toMatchObject({ code: '23503' });
+    await sql.end();
+  });
+});

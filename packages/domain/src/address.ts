@@ -1,0 +1,27 @@
+import { getAddress, isAddress } from 'viem';
+import { z } from 'zod';
+
+const HEX_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+
+/**
+ * Normalise a pass address to EIP-55 checksum form, whatever letter case it arrives in.
+ * Returns null for anything that is not `0x` followed by 40 hex digits. Mixed-case input with a
+ * wrong checksum is accepted and re-checksummed: the spec says the service converts any address
+ * it receives, and clients commonly send lower-case addresses.
+ */
+export function toChecksumAddress(input: string): `0x${string}` | null {
+  if (!HEX_ADDRESS.test(input)) return null;
+  const lower = input.toLowerCase();
+  if (!isAddress(lower, { strict: false })) return null;
+  return getAddress(lower);
+}
+
+/** Zod schema: accepts a hex address in any case and outputs its checksum form. */
+export const passAddressSchema = z
+  .string()
+  .regex(HEX_ADDRESS, 'must be 0x followed by 40 hexadecimal digits')
+  .transform((value) => toChecksumAddress(value) as `0x${string}`)
+  .meta({
+    description: 'Pass address: 0x followed by 40 hex digits, any case; answered in EIP-55 checksum form.',
+    example: '0x52908400098527886E0F7030069857D2E4169EE7',
+  });

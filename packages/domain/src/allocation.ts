@@ -1,0 +1,45 @@
+import type { RejectionCode } from './errors.ts';
+import { type ActionStatus, isWithinWindow } from './quest.ts';
+
+/** What the decision needs to know of a quest, read under its row lock. */
+export interface QuestLedgerState {
+  startAt: Date;
+  endAt: Date;
+  actionStatus: ActionStatus;
+  pointsRemaining: number;
+}
+
+export interface AllocationRequestItem {
+  points: number;
+  /** The account's id, or null when no account has the address. */
+  accountId: number | null;
+}
+
+export type Decision = { ok: true } | { ok: false; code: RejectionCode };
+
+/**
+ * Decide an ordered list of allocations against one quest, at one instant, in order. Each item is
+ * checked against the budget left by the items before it, so an item that would overspend is
+ * rejected on its own and a later, smaller one may still succeed. Checks, in order: window,
+ * action type, budget, account (the order of the spec's error table).
+ */
+export function decideAllocations(
+  quest: QuestLedgerState,
+  items: readonly AllocationRequestItem[],
+  now: Date,
+): { decisions: Decision[]; pointsRemaining: number } {
+  if (!isWithinWindow(quest, now)) {
+    return { decisions: items.map(() => ({ ok: false, code: 'QUEST_NOT_ACTIVE' })), pointsRemaining: quest.pointsRemaining };
+  }
+  if (quest.actionStatus !== 'active') {
+    return { decisions: items.map(() => ({ ok: false, code: 'ACTION_TYPE_INACTIVE' })), pointsRemaining: quest.pointsRemaining };
+  }
+  let remaining = quest.pointsRemaining;
+  const decisions: Decision[] = items.map((item) => {
+    if (item.points > remaining) return { ok: false, code: 'INSUFFICIENT_POINTS' };
+    if (item.accountId === null) return { ok: false, code: 'ACCOUNT_NOT_FOUND' };
+    remaining -= item.points;
+    return { ok: true };
+  });
+  return { decisions, pointsRemaining: remaining };
+}

@@ -1,0 +1,69 @@
+import { z } from 'zod';
+import { REJECTION_CODES } from './errors.ts';
+
+/**
+ * The job catalogue shared by producer (api) and consumer (worker): job name → payload schema and
+ * result schema. One shape serves every allocation: an ordered list of items for one partition.
+ * A single POST is a list of one; concurrent POSTs to the same partition are coalesced by the API
+ * into one job; a batch is a job of its own whose items live in the job as parallel arrays.
+ */
+
+export const allocationItemSchema = z.object({
+  /** Request key: the allocation id, unique per quest. The database refuses a second credit for it. */
+  key: z.string().min(1).max(200),
+  questId: z.number().int().positive(),
+  points: z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
+  /** EIP-55 checksummed pass address. */
+  address: z.string().regex(/^0x[0-9a-fA-F]{40}$/),
+});
+export type AllocationItem = z.infer<typeof allocationItemSchema>;
+
+export const payoutViewSchema = z.object({
+  id: z
+    .string()
+    .meta({ description: 'Payout id: `pay_` followed by a time-sortable ULID.', example: 'pay_01jf8q4g0x7m3r6v2k9d1n5bta' }),
+  amount: z.number().int().meta({ description: 'Points allocated.' }),
+  created_at: z.iso.datetime().meta({ description: 'ISO 8601 UTC timestamp of the decision.' }),
+  account: z.object({ pass: z.string().meta({ description: 'EIP-55 checksummed pass address of the receiving account.' }) }),
+});
+export type PayoutView = z.infer<typeof payoutViewSchema>;
+
+export const allocationOutcomeSchema = z.discriminatedUnion('status', [
+  z.object({ status: z.literal('completed'), payout: payoutViewSchema }),
+  z.object({ status: z.literal('rejected'), code: z.enum(REJECTION_CODES) }),
+  z.object({ status: z.literal('failed'), code: z.literal('ALLOCATION_FAILED') }),
+]);
+export type AllocationOutcome = z.infer<typeof allocationOutcomeSchema>;
+
+export const allocateJob = {
+  name: 'allocate',
+  data: z.object({ items: z.array(allocationItemSchema).min(1) }),
+  result: z.object({ outcomes: z.array(allocationOutcomeSchema), worker: z.string() }),
+} as const;
+
+export const batchJob = {
+  name: 'batch',
+  data: z
+    .object({
+      batchId: z.string(),
+      questId: z.number().int().positive(),
+      addresses: z.array(z.string()),
+      points: z.array(z.number().int().positive()),
+    })
+    .refine((d) => d.addresses.length === d.points.length, 'addresses and points differ in length'),
+  result: z.object({
+    batchId: z.string(),
+    status: z.enum(['completed', 'failed']),
+    total: z.number().int(),
+    succeeded: z.number().int(),
+    failed: z.number().int(),
+    worker: z.string(),
+  }),
+} as const;
+
+export type AllocateJobData = z.infer<typeof allocateJob.data>;
+export type AllocateJobResult = z.infer<typeof allocateJob.result>;
+export type BatchJobData = z.infer<typeof batchJob.data>;
+export type BatchJobResult = z.infer<typeof batchJob.result>;
+export const JOB_NAMES = [allocateJob.name, batchJob.name] as const;
+export type JobName = (typeof JOB_NAMES)[number];
