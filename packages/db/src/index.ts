@@ -1,1 +1,5 @@
+export * from './admin.ts';
 export * from './client.ts';
+export * from './flags.ts';
+export * from './ledger.ts';
+export * from './reads.ts';
