@@ -1,2 +1,264 @@
-// Filled in by its owner; see the module's header once written.
-export {};
+import {
+  type ActionStatus,
+  type AllocationOutcome,
+  type Decision,
+  decideAllocations,
+  newId,
+  type RejectionCode,
+} from '@quest/domain';
+import type { Sql, TransactionSql } from './client.ts';
+
+/**
+ * The ledger transaction: decides an ordered list of allocation items and applies the credits,
+ * all in one PostgreSQL transaction, with a fixed number of round trips whatever the list length:
+ *
+ *  1. (pipelined) lock the items' quest rows; read outcomes already stored for their request keys;
+ *     read the accounts of their addresses.
+ *  2. decide in memory, in order, with the pure `decideAllocations` (window, action type, budget,
+ *     account), replaying stored outcomes instead of deciding twice.
+ *  3. (pipelined) insert payouts and rejections, set each quest's points_remaining, add to each
+ *     account's balance — set-based, through `unnest` arrays.
+ *
+ * A request key has at most one outcome (payout or rejection; the database enforces it), so a job
+ * that is redelivered after its worker died, or a client retrying with the same Idempotency-Key,
+ * gets the original outcome and never a second credit.
+ */
+
+export interface LedgerItem {
+  /** Request key, unique per quest. */
+  key: string;
+  questId: number;
+  points: number;
+  /** EIP-55 checksummed pass address. */
+  address: string;
+  batchId?: string;
+  itemIndex?: number;
+}
+
+export interface ApplyOptions {
+  now?: Date;
+  /**
+   * Skip the lookup of stored outcomes: only for callers that guarantee, inside the same
+   * transaction, that the items were never applied (the batch progress guard). The unique
+   * (quest_id, request_key) constraint still refuses a second credit if that promise is broken.
+   */
+  knownFresh?: boolean;
+  /** Extra statements run in the same transaction after the writes, e.g. batch progress. */
+  afterWrites?: (tx: TransactionSql, summary: { succeeded: number; failed: number }) => Promise<void>;
+}
+
+interface QuestRow {
+  id: number;
+  start_at: Date;
+  end_at: Date;
+  action_status: ActionStatus;
+  points_remaining: number;
+}
+
+interface StoredPayout {
+  quest_id: number;
+  request_key: string;
+  id: string;
+  amount: number;
+  created_at: Date;
+  pass_address: string;
+}
+
+interface StoredRejection {
+  quest_id: number;
+  request_key: string;
+  address: string;
+  points: number;
+  error_code: RejectionCode;
+}
+
+const slot = (questId: number, key: string) => `${questId}\u0000${key}`;
+
+export function payoutView(p: { id: string; amount: number; created_at: Date; pass_address: string }): AllocationOutcome {
+  return {
+    status: 'completed',
+    payout: { id: p.id, amount: p.amount, created_at: p.created_at.toISOString(), account: { pass: p.pass_address } },
+  };
+}
+
+export async function applyAllocations(sql: Sql, items: readonly LedgerItem[], opts: ApplyOptions = {}): Promise<AllocationOutcome[]> {
+  if (items.length === 0) return [];
+  const now = opts.now ?? new Date();
+  return sql.begin(async (tx) => {
+    const questIds = [...new Set(items.map((i) => i.questId))].sort((a, b) => a - b);
+    const addresses = [...new Set(items.map((i) => i.address))];
+    const keysQ = items.map((i) => i.questId);
+    const keysK = items.map((i) => i.key);
+
+    // Round trip 1, pipelined. The quest lock is taken first on the server, so the outcome
+    // lookups that follow see everything committed by the previous holder of the lock.
+    const [quests, payouts, rejections, accounts] = await Promise.all([
+      tx<QuestRow[]>`
+        select id, start_at, end_at, action_status, points_remaining
+        from quests where id = any(${questIds}::int[]) order by id for update`,
+      opts.knownFresh
+        ? ([] as StoredPayout[])
+        : tx<StoredPayout[]>`
+        select p.quest_id, p.request_key, p.id, p.amount, p.created_at, a.pass_address
+        from payouts p join accounts a on a.id = p.account_id
+        where (p.quest_id, p.request_key) in (select * from unnest(${keysQ}::int[], ${keysK}::text[]))`,
+      opts.knownFresh
+        ? ([] as StoredRejection[])
+        : tx<StoredRejection[]>`
+        select quest_id, request_key, address, points, error_code from allocation_rejections
+        where (quest_id, request_key) in (select * from unnest(${keysQ}::int[], ${keysK}::text[]))`,
+      tx<{ id: number; pass_address: string }[]>`
+        select id, pass_address from accounts where pass_address = any(${addresses}::text[])`,
+    ]);
+
+    const questById = new Map(quests.map((q) => [q.id, q]));
+    const accountByAddress = new Map(accounts.map((a) => [a.pass_address, a.id]));
+    const storedPayout = new Map(payouts.map((p) => [slot(p.quest_id, p.request_key), p]));
+    const storedRejection = new Map(rejections.map((r) => [slot(r.quest_id, r.request_key), r]));
+
+    const outcomes: (AllocationOutcome | undefined)[] = new Array(items.length);
+    // First occurrence of each request key in this list; later duplicates copy its outcome.
+    const firstIndex = new Map<string, number>();
+    const duplicates: number[] = [];
+    const freshByQuest = new Map<number, number[]>();
+
+    items.forEach((item, i) => {
+      const s = slot(item.questId, item.key);
+      const paid = storedPayout.get(s);
+      if (paid) {
+        outcomes[i] =
+          paid.amount === item.points && paid.pass_address === item.address
+            ? payoutView(paid)
+            : { status: 'rejected', code: 'IDEMPOTENCY_KEY_REUSED' };
+        return;
+      }
+      const rejected = storedRejection.get(s);
+      if (rejected) {
+        outcomes[i] =
+          rejected.points === item.points && rejected.address === item.address
+            ? { status: 'rejected', code: rejected.error_code }
+            : { status: 'rejected', code: 'IDEMPOTENCY_KEY_REUSED' };
+        return;
+      }
+      if (firstIndex.has(s)) {
+        duplicates.push(i);
+        return;
+      }
+      firstIndex.set(s, i);
+      if (!questById.has(item.questId)) {
+        outcomes[i] = { status: 'failed', code: 'ALLOCATION_FAILED' };
+        return;
+      }
+      const list = freshByQuest.get(item.questId);
+      if (list) list.push(i);
+      else freshByQuest.set(item.questId, [i]);
+    });
+
+    const payoutRows = {
+      id: [] as string[],
+      questId: [] as number[],
+      accountId: [] as number[],
+      amount: [] as number[],
+      key: [] as string[],
+      batchId: [] as (string | null)[],
+      itemIndex: [] as (number | null)[],
+    };
+    const rejectionRows = {
+      questId: [] as number[],
+      key: [] as string[],
+      address: [] as string[],
+      points: [] as number[],
+      code: [] as string[],
+      batchId: [] as (string | null)[],
+      itemIndex: [] as (number | null)[],
+    };
+    const remainingByQuest = new Map<number, number>();
+    const creditByAccount = new Map<number, number>();
+    let succeeded = 0;
+    let failed = 0;
+
+    // Decide each quest's fresh items in list order (the list is already in enqueue order).
+    for (const [questId, indexes] of freshByQuest) {
+      const quest = questById.get(questId)!;
+      const { decisions, pointsRemaining } = decideAllocations(
+        { startAt: quest.start_at, endAt: quest.end_at, actionStatus: quest.action_status, pointsRemaining: quest.points_remaining },
+        indexes.map((i) => ({ points: items[i]!.points, accountId: accountByAddress.get(items[i]!.address) ?? null })),
+        now,
+      );
+      if (pointsRemaining !== quest.points_remaining) remainingByQuest.set(questId, pointsRemaining);
+      decisions.forEach((decision: Decision, n) => {
+        const i = indexes[n]!;
+        const item = items[i]!;
+        if (decision.ok) {
+          const accountId = accountByAddress.get(item.address)!;
+          const id = newId('pay', now.getTime());
+          payoutRows.id.push(id);
+          payoutRows.questId.push(questId);
+          payoutRows.accountId.push(accountId);
+          payoutRows.amount.push(item.points);
+          payoutRows.key.push(item.key);
+          payoutRows.batchId.push(item.batchId ?? null);
+          payoutRows.itemIndex.push(item.itemIndex ?? null);
+          creditByAccount.set(accountId, (creditByAccount.get(accountId) ?? 0) + item.points);
+          outcomes[i] = payoutView({ id, amount: item.points, created_at: now, pass_address: item.address });
+        } else {
+          rejectionRows.questId.push(questId);
+          rejectionRows.key.push(item.key);
+          rejectionRows.address.push(item.address);
+          rejectionRows.points.push(item.points);
+          rejectionRows.code.push(decision.code);
+          rejectionRows.batchId.push(item.batchId ?? null);
+          rejectionRows.itemIndex.push(item.itemIndex ?? null);
+          outcomes[i] = { status: 'rejected', code: decision.code };
+        }
+      });
+    }
+
+    for (const i of duplicates) {
+      const item = items[i]!;
+      const first = items[firstIndex.get(slot(item.questId, item.key))!]!;
+      outcomes[i] =
+        first.points === item.points && first.address === item.address
+          ? outcomes[firstIndex.get(slot(item.questId, item.key))!]
+          : { status: 'rejected', code: 'IDEMPOTENCY_KEY_REUSED' };
+    }
+
+    for (const o of outcomes) {
+      if (o?.status === 'completed') succeeded++;
+      else failed++;
+    }
+
+    // Round trip 2, pipelined writes. Account credits are applied in id order so two partitions
+    // crediting the same accounts lock them in the same order.
+    const accountIds = [...creditByAccount.keys()].sort((a, b) => a - b);
+    const writes: Promise<unknown>[] = [];
+    if (payoutRows.id.length) {
+      writes.push(tx`
+        insert into payouts (id, quest_id, account_id, amount, request_key, batch_id, item_index, created_at)
+        select *, ${now}::timestamptz from unnest(
+          ${payoutRows.id}::text[], ${payoutRows.questId}::int[], ${payoutRows.accountId}::bigint[],
+          ${payoutRows.amount}::bigint[], ${payoutRows.key}::text[], ${payoutRows.batchId}::text[], ${payoutRows.itemIndex}::int[])`);
+      writes.push(tx`
+        update accounts a set balance = a.balance + v.amount
+        from unnest(${accountIds}::bigint[], ${accountIds.map((id) => creditByAccount.get(id)!)}::bigint[]) as v(id, amount)
+        where a.id = v.id`);
+    }
+    if (rejectionRows.key.length) {
+      writes.push(tx`
+        insert into allocation_rejections (quest_id, request_key, address, points, error_code, batch_id, item_index, created_at)
+        select *, ${now}::timestamptz from unnest(
+          ${rejectionRows.questId}::int[], ${rejectionRows.key}::text[], ${rejectionRows.address}::text[],
+          ${rejectionRows.points}::bigint[], ${rejectionRows.code}::text[], ${rejectionRows.batchId}::text[], ${rejectionRows.itemIndex}::int[])`);
+    }
+    if (remainingByQuest.size) {
+      const ids = [...remainingByQuest.keys()];
+      writes.push(tx`
+        update quests q set points_remaining = v.remaining
+        from unnest(${ids}::int[], ${ids.map((id) => remainingByQuest.get(id)!)}::bigint[]) as v(id, remaining)
+        where q.id = v.id`);
+    }
+    if (opts.afterWrites) writes.push(opts.afterWrites(tx, { succeeded, failed }));
+    await Promise.all(writes);
+    return outcomes as AllocationOutcome[];
+  });
+}

@@ -1,0 +1,107 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { applyAllocations, type LedgerItem } from '@quest/db';
+import { createTestDatabase, type TestDatabase } from '@quest/testing';
+
+let db: TestDatabase;
+const addr = (n: number) => `0x${n.toString(16).padStart(40, '0')}`;
+let seq = 0;
+
+async function quest(opts: { total?: number; start?: Date; end?: Date; action?: 'active' | 'deactivated' } = {}): Promise<number> {
+  const [row] = await db.sql<{ id: number }[]>`
+    insert into quests (owner_id, name, start_at, end_at, total_points, points_remaining, action_status)
+    values ('own_t', 'Q', ${opts.start ?? new Date(Date.now() - 60_000)}, ${opts.end ?? new Date(Date.now() + 3_600_000)},
+            ${opts.total ?? 1000}, ${opts.total ?? 1000}, ${opts.action ?? 'active'}) returning id`;
+  return row!.id;
+}
+const item = (questId: number, points: number, address: string, key = `k${++seq}`): LedgerItem => ({ key, questId, points, address });
+
+async function ledgerState(questId: number) {
+  const [q] = await db.sql<{ total_points: number; points_remaining: number }[]>`select total_points, points_remaining from quests where id = ${questId}`;
+  const [p] = await db.sql<{ n: number; sum: number }[]>`select count(*)::int8 as n, coalesce(sum(amount), 0)::int8 as sum from payouts where quest_id = ${questId}`;
+  return { ...q!, payouts: p!.n, paid: p!.sum };
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  await db.sql`insert into owners (id, name, pass_address) values ('own_t', 'T', ${addr(999_999)})`;
+  await db.sql`insert into accounts (pass_address) select '0x' || lpad(to_hex(n), 40, '0') from generate_series(1, 200) n`;
+});
+afterAll(async () => db?.drop());
+
+describe('applyAllocations', () => {
+  it('credits in order against the budget: 60 → 50 → 40 on 100 gives accept, reject, accept', async () => {
+    const q = await quest({ total: 100 });
+    const out = await applyAllocations(db.sql, [item(q, 60, addr(1)), item(q, 50, addr(2)), item(q, 40, addr(3))]);
+    expect(out.map((o) => (o.status === 'rejected' ? o.code : o.status))).toEqual(['completed', 'INSUFFICIENT_POINTS', 'completed']);
+    expect(await ledgerState(q)).toMatchObject({ points_remaining: 0, payouts: 2, paid: 100 });
+    const [acc] = await db.sql<{ balance: number }[]>`select balance from accounts where pass_address = ${addr(1)}`;
+    expect(acc!.balance).toBeGreaterThanOrEqual(60);
+  });
+
+  it('returns the payout view with id, amount, created_at and checksummed pass', async () => {
+    const q = await quest();
+    const now = new Date('2030-01-01T00:00:00.000Z');
+    const q2 = await quest({ start: new Date('2029-01-01'), end: new Date('2031-01-01') });
+    const [o] = await applyAllocations(db.sql, [item(q2, 7, addr(5))], { now });
+    expect(o).toEqual({ status: 'completed', payout: { id: expect.stringMatching(/^pay_[0-9a-z]{26}$/), amount: 7, created_at: now.toISOString(), account: { pass: addr(5) } } });
+    expect(q).toBeGreaterThan(0);
+  });
+
+  it('rejects outside the window, with the action type deactivated, and for unknown accounts', async () => {
+    const future = await quest({ start: new Date(Date.now() + 3_600_000), end: new Date(Date.now() + 7_200_000) });
+    const ended = await quest({ start: new Date(Date.now() - 7_200_000), end: new Date(Date.now() - 1) });
+    const off = await quest({ action: 'deactivated' });
+    const ok = await quest();
+    const out = await applyAllocations(db.sql, [item(future, 1, addr(1)), item(ended, 1, addr(1)), item(off, 1, addr(1)), item(ok, 1, addr(123_456))]);
+    expect(out).toEqual([
+      { status: 'rejected', code: 'QUEST_NOT_ACTIVE' },
+      { status: 'rejected', code: 'QUEST_NOT_ACTIVE' },
+      { status: 'rejected', code: 'ACTION_TYPE_INACTIVE' },
+      { status: 'rejected', code: 'ACCOUNT_NOT_FOUND' },
+    ]);
+    for (const q of [future, ended, off, ok]) expect((await ledgerState(q)).payouts).toBe(0);
+    const [r] = await db.sql<{ n: number }[]>`select count(*)::int8 as n from allocation_rejections where quest_id = any(${[future, ended, off, ok]}::int[])`;
+    expect(r!.n).toBe(4);
+  });
+
+  it('replays a stored outcome for the same request key and refuses a different body', async () => {
+    const q = await quest({ total: 50 });
+    const [first] = await applyAllocations(db.sql, [item(q, 30, addr(9), 'idem-1')]);
+    const [again] = await applyAllocations(db.sql, [item(q, 30, addr(9), 'idem-1')]);
+    expect(again).toEqual(first);
+    const [other] = await applyAllocations(db.sql, [item(q, 31, addr(9), 'idem-1')]);
+    expect(other).toEqual({ status: 'rejected', code: 'IDEMPOTENCY_KEY_REUSED' });
+    const [rej] = await applyAllocations(db.sql, [item(q, 500, addr(9), 'idem-2')]);
+    const [rejAgain] = await applyAllocations(db.sql, [item(q, 500, addr(9), 'idem-2')]);
+    expect(rej).toEqual({ status: 'rejected', code: 'INSUFFICIENT_POINTS' });
+    expect(rejAgain).toEqual(rej);
+    expect(await ledgerState(q)).toMatchObject({ points_remaining: 20, payouts: 1, paid: 30 });
+  });
+
+  it('treats a repeated key inside one list as one request', async () => {
+    const q = await quest({ total: 100 });
+    const out = await applyAllocations(db.sql, [item(q, 10, addr(4), 'dup'), item(q, 10, addr(4), 'dup'), item(q, 11, addr(4), 'dup')]);
+    expect(out[1]).toEqual(out[0]);
+    expect(out[0]!.status).toBe('completed');
+    expect(out[2]).toEqual({ status: 'rejected', code: 'IDEMPOTENCY_KEY_REUSED' });
+    expect(await ledgerState(q)).toMatchObject({ points_remaining: 90, payouts: 1 });
+  });
+
+  it('never overspends under concurrent transactions on one quest', async () => {
+    const q = await quest({ total: 1000 });
+    const jobs = Array.from({ length: 50 }, (_, j) =>
+      applyAllocations(db.sql, Array.from({ length: 4 }, (_, k) => item(q, 10, addr(1 + ((j * 4 + k) % 200))))),
+    );
+    const results = (await Promise.all(jobs)).flat();
+    expect(results.filter((o) => o.status === 'completed')).toHaveLength(100);
+    expect(results.filter((o) => o.status === 'rejected' && o.code === 'INSUFFICIENT_POINTS')).toHaveLength(100);
+    expect(await ledgerState(q)).toMatchObject({ points_remaining: 0, payouts: 100, paid: 1000 });
+  });
+
+  it('keeps balances equal to the sum of payouts across quests', async () => {
+    const rows = await db.sql<{ id: number }[]>`
+      select a.id from accounts a left join (select account_id, sum(amount) s from payouts group by 1) p on p.account_id = a.id
+      where a.balance <> coalesce(p.s, 0)`;
+    expect(rows).toEqual([]);
+  });
+});
