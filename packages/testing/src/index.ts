@@ -149,3 +149,4 @@ export async function createTestRedis(): Promise<TestRedis> {
     },
   };
 }
+export * from './processes.ts';

@@ -1,0 +1,25 @@
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { databaseEnv, intVar, parseEnv, queueEnv, z } from '@quest/config';
+
+const schema = z.object({
+  ...databaseEnv,
+  ...queueEnv,
+  DATABASE_POOL_MAX: intVar(20, 1, 500),
+  WORKER_ID: z.string().min(1).max(100).optional(),
+  WORKER_HEARTBEAT_MS: intVar(1000, 100, 60_000),
+  WORKER_MEMBER_TTL_MS: intVar(3000, 300, 120_000),
+  WORKER_LOCK_MS: intVar(4000, 1000, 600_000),
+  WORKER_STALLED_INTERVAL_MS: intVar(2000, 500, 600_000),
+  ALLOCATION_MAX_ATTEMPTS: intVar(5, 1, 50),
+  ALLOCATION_RETRY_BASE_MS: intVar(100, 1, 60_000),
+  BATCH_CHUNK_SIZE: intVar(2000, 1, 50_000),
+  SHUTDOWN_TIMEOUT_MS: intVar(30_000, 1000, 600_000),
+});
+
+export type WorkerConfig = z.output<typeof schema> & { WORKER_ID: string };
+
+export function loadWorkerConfig(source: Record<string, string | undefined>): WorkerConfig {
+  const env = parseEnv(schema, source);
+  return { ...env, WORKER_ID: env.WORKER_ID ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}` };
+}

@@ -1,0 +1,165 @@
+import { type Job, Queue, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import { assignPartitions } from '@quest/domain';
+import { assertPartitionCount, consumerConnectionOptions } from './connection.ts';
+import { membersKey, partitionQueueName } from './names.ts';
+import type { QueueSettings } from './producer.ts';
+
+export interface PoolLogger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export interface PartitionPoolOptions extends QueueSettings {
+  /** Unique per process; stored on each job it processes (`job.processedBy`). */
+  memberId: string;
+  processor: (job: Job) => Promise<unknown>;
+  logger: PoolLogger;
+  /** How often membership is renewed and partitions rebalanced. */
+  heartbeatMs?: number;
+  /** A member that has not renewed for this long is considered dead. */
+  memberTtlMs?: number;
+  /** BullMQ job lock: a dead worker's active job is taken over this long after its last renewal. */
+  lockDurationMs?: number;
+  /** BullMQ stalled-job check period. */
+  stalledIntervalMs?: number;
+}
+
+/**
+ * Registers the member and returns the live members, atomically and on Redis's clock (so clock
+ * skew between hosts does not matter): members are a sorted set scored by their expiry time.
+ */
+const HEARTBEAT_SCRIPT = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if ARGV[3] == '1' then redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1]) end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+return redis.call('ZRANGE', KEYS[1], 0, -1)
+`;
+
+/**
+ * The worker side of the pipeline. Each partition queue has BullMQ global concurrency 1, so at most
+ * one of its jobs is active anywhere and its jobs are decided in enqueue order. On its own BullMQ
+ * would let whichever process first grabbed a partition keep it forever (a worker fetches the next
+ * job as it finishes one), so the pool does not spread. Here processes *lease* partitions instead:
+ * each one heartbeats into a membership set, and partitions are dealt round-robin over the sorted
+ * live members (`assignPartitions`). A process runs BullMQ workers only for the partitions it
+ * owns; when a member joins, leaves or dies, every process recomputes and hands partitions over
+ * within one heartbeat after the change is seen. Order survives a hand-over because the old
+ * owner's active job keeps the partition's single active slot until it finishes (or, if the owner
+ * died, until its lock expires and BullMQ puts the job back at the *head* of the queue).
+ */
+export class PartitionPool {
+  private readonly redis: Redis;
+  private readonly workers = new Map<number, Worker>();
+  private readonly closing = new Map<number, Promise<void>>();
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private beating = false;
+  owned: number[] = [];
+
+  constructor(private readonly opts: PartitionPoolOptions) {
+    this.redis = new Redis(consumerConnectionOptions(opts.redisUrl));
+    this.redis.on('error', () => {});
+  }
+
+  private get heartbeatMs() {
+    return this.opts.heartbeatMs ?? 1000;
+  }
+
+  async start(): Promise<void> {
+    await assertPartitionCount(this.redis, this.opts.prefix, this.opts.partitions);
+    // Set global concurrency here too, so order holds even if no API process has started yet.
+    await Promise.all(
+      Array.from({ length: this.opts.partitions }, async (_, p) => {
+        const q = new Queue(partitionQueueName(p), { connection: this.redis, prefix: this.opts.prefix });
+        try {
+          await q.setGlobalConcurrency(1);
+        } finally {
+          await q.close();
+        }
+      }),
+    );
+    await this.heartbeat();
+    this.timer = setInterval(() => void this.heartbeat(), this.heartbeatMs);
+  }
+
+  private async heartbeat(): Promise<void> {
+    if (this.beating || this.stopped) return;
+    this.beating = true;
+    try {
+      const members = (await this.redis.eval(
+        HEARTBEAT_SCRIPT,
+        1,
+        membersKey(this.opts.prefix),
+        this.opts.memberId,
+        String(this.opts.memberTtlMs ?? 3000),
+        '1',
+      )) as string[];
+      if (this.stopped) return;
+      this.rebalance(assignPartitions(members, this.opts.memberId, this.opts.partitions), members.length);
+    } catch (error) {
+      this.opts.logger.warn({ err: error }, 'membership heartbeat failed');
+    } finally {
+      this.beating = false;
+    }
+  }
+
+  private rebalance(target: number[], memberCount: number) {
+    const want = new Set(target);
+    const drop = [...this.workers.keys()].filter((p) => !want.has(p));
+    const add = target.filter((p) => !this.workers.has(p));
+    if (!drop.length && !add.length) return;
+    for (const p of drop) this.stopPartition(p);
+    for (const p of add) void this.startPartition(p);
+    this.owned = [...target];
+    this.opts.logger.info({ memberId: this.opts.memberId, members: memberCount, partitions: target }, 'partitions rebalanced');
+  }
+
+  private async startPartition(p: number) {
+    const pendingClose = this.closing.get(p);
+    const placeholder = {} as Worker; // reserve the slot so a second heartbeat doesn't start it twice
+    this.workers.set(p, placeholder);
+    if (pendingClose) await pendingClose;
+    if (this.stopped || this.workers.get(p) !== placeholder) return;
+    const lockDuration = this.opts.lockDurationMs ?? 4000;
+    const worker = new Worker(partitionQueueName(p), this.opts.processor, {
+      connection: consumerConnectionOptions(this.opts.redisUrl),
+      prefix: this.opts.prefix,
+      name: this.opts.memberId,
+      concurrency: 1,
+      lockDuration,
+      stalledInterval: this.opts.stalledIntervalMs ?? 2000,
+      maxStalledCount: 10,
+      // Business rejections are results; failures are retried inside the processor. A BullMQ
+      // retry would move the job behind its successors and break order.
+    });
+    worker.on('error', (err) => this.opts.logger.warn({ err, partition: p }, 'worker error'));
+    worker.on('failed', (job, err) => this.opts.logger.error({ err, partition: p, jobId: job?.id }, 'job failed'));
+    this.workers.set(p, worker);
+  }
+
+  private stopPartition(p: number) {
+    const worker = this.workers.get(p);
+    this.workers.delete(p);
+    if (!worker || !(worker instanceof Worker)) return;
+    // close() lets the active job finish; the next owner cannot start a job of this partition
+    // before that anyway (global concurrency 1).
+    const done = worker.close().catch((err) => this.opts.logger.warn({ err, partition: p }, 'worker close failed'));
+    this.closing.set(p, done);
+    void done.finally(() => {
+      if (this.closing.get(p) === done) this.closing.delete(p);
+    });
+  }
+
+  /** Graceful stop: leave the membership (others take over at once), finish active jobs, disconnect. */
+  async close(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    await this.redis.zrem(membersKey(this.opts.prefix), this.opts.memberId).catch(() => {});
+    for (const p of [...this.workers.keys()]) this.stopPartition(p);
+    await Promise.all(this.closing.values());
+    this.redis.disconnect();
+  }
+}

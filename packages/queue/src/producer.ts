@@ -1,0 +1,206 @@
+import { type Job, Queue, QueueEvents } from 'bullmq';
+import type { Redis } from 'ioredis';
+import {
+  type AllocateJobData,
+  type AllocationItem,
+  type AllocationOutcome,
+  allocateJob,
+  type BatchJobData,
+  type BatchJobResult,
+  batchJob,
+  DomainError,
+  partitionOf,
+} from '@quest/domain';
+import { assertPartitionCount, consumerConnectionOptions, producerConnection } from './connection.ts';
+import { partitionQueueName } from './names.ts';
+
+export interface QueueSettings {
+  redisUrl: string;
+  prefix: string;
+  partitions: number;
+}
+
+export type AllocateResult = AllocationOutcome | { status: 'pending' };
+export type BatchRunResult = BatchJobResult | { status: 'pending' };
+
+export interface AllocatorOptions extends QueueSettings {
+  /** How long a request waits for its decision before it is answered 202 (pending). */
+  waitMs: number;
+  /** Most items coalesced into one job. */
+  maxItemsPerJob?: number;
+  /** Jobs of one partition this process may have queued but unfinished before it holds new items back to coalesce them. */
+  maxInFlightPerPartition?: number;
+  /** Seconds finished jobs are kept in Redis (waiters need them; must be ≥ 2 × waitMs). */
+  retentionSeconds?: number;
+  /** Redis command timeout for producers: how fast a dead Redis turns into a 503. */
+  commandTimeoutMs?: number;
+}
+
+/** The API's handle on the allocation pipeline. */
+export interface Allocator {
+  allocate(item: AllocationItem): Promise<AllocateResult>;
+  runBatch(data: BatchJobData, opts: { jobId: string; waitMs?: number }): Promise<BatchRunResult>;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+interface Pending {
+  item: AllocationItem;
+  deadline: number;
+  resolve: (r: AllocateResult) => void;
+  reject: (e: unknown) => void;
+}
+
+interface PartitionState {
+  queue: Queue;
+  events: QueueEvents;
+  buffer: Pending[];
+  scheduled: boolean;
+  inFlight: number;
+}
+
+const isTimeout = (e: unknown) => e instanceof Error && /timed out|timeout/i.test(e.message);
+
+/**
+ * Producer with request coalescing. Requests for the same partition that arrive together (in the
+ * same event-loop turn, or while this process already has `maxInFlightPerPartition` jobs of that
+ * partition unfinished) travel as ONE job: an ordered list of items. Decisions come back per item.
+ * Because a partition's jobs are decided strictly one after another anyway, holding items back
+ * while a job is in flight costs almost no latency and turns N row-lock round trips into one.
+ */
+export async function createAllocator(opts: AllocatorOptions): Promise<Allocator> {
+  const maxItems = opts.maxItemsPerJob ?? 500;
+  const maxInFlight = opts.maxInFlightPerPartition ?? 2;
+  const retention = Math.max(opts.retentionSeconds ?? 60, Math.ceil((2 * opts.waitMs) / 1000));
+  const client: Redis = producerConnection(opts.redisUrl, opts.commandTimeoutMs);
+  const eventsConnection = consumerConnectionOptions(opts.redisUrl);
+  const parts: PartitionState[] = [];
+  for (let p = 0; p < opts.partitions; p++) {
+    const name = partitionQueueName(p);
+    const queue = new Queue(name, { connection: client, prefix: opts.prefix });
+    const events = new QueueEvents(name, { connection: eventsConnection, prefix: opts.prefix });
+    // Connection errors surface per request as 503s; they must not crash the process.
+    queue.on('error', () => {});
+    events.on('error', () => {});
+    parts.push({ queue, events, buffer: [], scheduled: false, inFlight: 0 });
+  }
+
+  // Topology checks run on every (re)connect; until one passes, allocations answer 503.
+  let topologyOk = false;
+  let topologyError: Error | undefined;
+  const checkTopology = async () => {
+    try {
+      await assertPartitionCount(client, opts.prefix, opts.partitions);
+      // Exactly one active job per partition across the whole pool: this is what makes order strict.
+      await Promise.all(parts.map((s) => s.queue.setGlobalConcurrency(1)));
+      topologyOk = true;
+      topologyError = undefined;
+    } catch (error) {
+      topologyOk = false;
+      topologyError = error as Error;
+    }
+  };
+  client.on('error', () => {});
+  client.on('ready', () => void checkTopology());
+  client.on('close', () => {
+    topologyOk = false;
+  });
+  // At start-up, wait briefly for Redis: a wrong partition count must stop the process, but a
+  // Redis that is down must not stop the API from serving reads.
+  const up = await Promise.race([
+    new Promise<boolean>((r) => client.once('ready', () => r(true))),
+    new Promise<boolean>((r) => setTimeout(() => r(false), 1500)),
+  ]);
+  if (up) {
+    await checkTopology();
+    if (topologyError?.message.startsWith('QUEUE_PARTITIONS')) {
+      await Promise.allSettled(parts.flatMap((s) => [s.events.close(), s.queue.close()]));
+      client.disconnect();
+      throw topologyError;
+    }
+    await Promise.race([Promise.all(parts.map((s) => s.events.waitUntilReady())), new Promise((r) => setTimeout(r, 2000))]);
+  }
+
+  const jobOptions = {
+    attempts: 1,
+    removeOnComplete: { age: retention },
+    removeOnFail: { age: 24 * 3600 },
+  };
+
+  function schedule(p: number) {
+    const s = parts[p]!;
+    if (s.scheduled || s.buffer.length === 0 || s.inFlight >= maxInFlight) return;
+    s.scheduled = true;
+    setImmediate(() => {
+      s.scheduled = false;
+      while (s.buffer.length && s.inFlight < maxInFlight) void send(p, s.buffer.splice(0, maxItems));
+    });
+  }
+
+  async function send(p: number, chunk: Pending[]) {
+    const s = parts[p]!;
+    s.inFlight++;
+    try {
+      let job: Job;
+      try {
+        const data: AllocateJobData = { items: chunk.map((c) => c.item) };
+        job = await s.queue.add(allocateJob.name, data, jobOptions);
+      } catch {
+        for (const c of chunk) c.reject(new DomainError('QUEUE_UNAVAILABLE'));
+        return;
+      }
+      const ttl = Math.max(1, Math.min(...chunk.map((c) => c.deadline)) - Date.now());
+      try {
+        const result = allocateJob.result.parse(await job.waitUntilFinished(s.events, ttl));
+        chunk.forEach((c, i) => c.resolve(result.outcomes[i] ?? { status: 'failed', code: 'ALLOCATION_FAILED' }));
+      } catch (error) {
+        // Timed out, or lost contact while waiting: the job is queued and will be decided, so the
+        // truthful answer is "pending". A job that failed outright (a worker bug) is a failure.
+        const failed = !isTimeout(error) && (await job.isFailed().catch(() => false));
+        for (const c of chunk) c.resolve(failed ? { status: 'failed', code: 'ALLOCATION_FAILED' } : { status: 'pending' });
+      }
+    } finally {
+      s.inFlight--;
+      schedule(p);
+    }
+  }
+
+  return {
+    allocate(item) {
+      return new Promise<AllocateResult>((resolve, reject) => {
+        if (client.status !== 'ready' || !topologyOk) {
+          reject(new DomainError('QUEUE_UNAVAILABLE'));
+          return;
+        }
+        const p = partitionOf(item.questId, opts.partitions);
+        parts[p]!.buffer.push({ item, deadline: Date.now() + opts.waitMs, resolve, reject });
+        schedule(p);
+      });
+    },
+
+    async runBatch(data, { jobId, waitMs }) {
+      const s = parts[partitionOf(data.questId, opts.partitions)]!;
+      let job: Job;
+      try {
+        job = await s.queue.add(batchJob.name, data, { ...jobOptions, jobId });
+      } catch {
+        throw new DomainError('QUEUE_UNAVAILABLE');
+      }
+      try {
+        return batchJob.result.parse(await job.waitUntilFinished(s.events, Math.max(1, waitMs ?? opts.waitMs)));
+      } catch {
+        return { status: 'pending' };
+      }
+    },
+
+    async ping() {
+      await client.ping();
+      if (!topologyOk) throw topologyError ?? new Error('queue topology not checked yet');
+    },
+
+    async close() {
+      await Promise.allSettled(parts.flatMap((s) => [s.events.close(), s.queue.close()]));
+      client.disconnect();
+    },
+  };
+}
