@@ -81,7 +81,11 @@ export function payoutView(p: { id: string; amount: number; created_at: Date; pa
   };
 }
 
-export async function applyAllocations(sql: Sql, items: readonly LedgerItem[], opts: ApplyOptions = {}): Promise<AllocationOutcome[]> {
+export async function applyAllocations(
+  sql: Sql,
+  items: readonly LedgerItem[],
+  opts: ApplyOptions = {},
+): Promise<AllocationOutcome[]> {
   if (items.length === 0) return [];
   const now = opts.now ?? new Date();
   return sql.begin(async (tx) => {
@@ -181,7 +185,12 @@ export async function applyAllocations(sql: Sql, items: readonly LedgerItem[], o
     for (const [questId, indexes] of freshByQuest) {
       const quest = questById.get(questId)!;
       const { decisions, pointsRemaining } = decideAllocations(
-        { startAt: quest.start_at, endAt: quest.end_at, actionStatus: quest.action_status, pointsRemaining: quest.points_remaining },
+        {
+          startAt: quest.start_at,
+          endAt: quest.end_at,
+          actionStatus: quest.action_status,
+          pointsRemaining: quest.points_remaining,
+        },
         indexes.map((i) => ({ points: items[i]!.points, accountId: accountByAddress.get(items[i]!.address) ?? null })),
         now,
       );

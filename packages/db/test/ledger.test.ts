@@ -6,18 +6,29 @@ let db: TestDatabase;
 const addr = (n: number) => `0x${n.toString(16).padStart(40, '0')}`;
 let seq = 0;
 
-async function quest(opts: { total?: number; start?: Date; end?: Date; action?: 'active' | 'deactivated' } = {}): Promise<number> {
+async function quest(
+  opts: { total?: number; start?: Date; end?: Date; action?: 'active' | 'deactivated' } = {},
+): Promise<number> {
   const [row] = await db.sql<{ id: number }[]>`
     insert into quests (owner_id, name, start_at, end_at, total_points, points_remaining, action_status)
     values ('own_t', 'Q', ${opts.start ?? new Date(Date.now() - 60_000)}, ${opts.end ?? new Date(Date.now() + 3_600_000)},
             ${opts.total ?? 1000}, ${opts.total ?? 1000}, ${opts.action ?? 'active'}) returning id`;
   return row!.id;
 }
-const item = (questId: number, points: number, address: string, key = `k${++seq}`): LedgerItem => ({ key, questId, points, address });
+const item = (questId: number, points: number, address: string, key = `k${++seq}`): LedgerItem => ({
+  key,
+  questId,
+  points,
+  address,
+});
 
 async function ledgerState(questId: number) {
-  const [q] = await db.sql<{ total_points: number; points_remaining: number }[]>`select total_points, points_remaining from quests where id = ${questId}`;
-  const [p] = await db.sql<{ n: number; sum: number }[]>`select count(*)::int8 as n, coalesce(sum(amount), 0)::int8 as sum from payouts where quest_id = ${questId}`;
+  const [q] = await db.sql<
+    { total_points: number; points_remaining: number }[]
+  >`select total_points, points_remaining from quests where id = ${questId}`;
+  const [p] = await db.sql<
+    { n: number; sum: number }[]
+  >`select count(*)::int8 as n, coalesce(sum(amount), 0)::int8 as sum from payouts where quest_id = ${questId}`;
   return { ...q!, payouts: p!.n, paid: p!.sum };
 }
 
@@ -32,7 +43,11 @@ describe('applyAllocations', () => {
   it('credits in order against the budget: 60 → 50 → 40 on 100 gives accept, reject, accept', async () => {
     const q = await quest({ total: 100 });
     const out = await applyAllocations(db.sql, [item(q, 60, addr(1)), item(q, 50, addr(2)), item(q, 40, addr(3))]);
-    expect(out.map((o) => (o.status === 'rejected' ? o.code : o.status))).toEqual(['completed', 'INSUFFICIENT_POINTS', 'completed']);
+    expect(out.map((o) => (o.status === 'rejected' ? o.code : o.status))).toEqual([
+      'completed',
+      'INSUFFICIENT_POINTS',
+      'completed',
+    ]);
     expect(await ledgerState(q)).toMatchObject({ points_remaining: 0, payouts: 2, paid: 100 });
     const [acc] = await db.sql<{ balance: number }[]>`select balance from accounts where pass_address = ${addr(1)}`;
     expect(acc!.balance).toBeGreaterThanOrEqual(60);
@@ -43,7 +58,15 @@ describe('applyAllocations', () => {
     const now = new Date('2030-01-01T00:00:00.000Z');
     const q2 = await quest({ start: new Date('2029-01-01'), end: new Date('2031-01-01') });
     const [o] = await applyAllocations(db.sql, [item(q2, 7, addr(5))], { now });
-    expect(o).toEqual({ status: 'completed', payout: { id: expect.stringMatching(/^pay_[0-9a-z]{26}$/), amount: 7, created_at: now.toISOString(), account: { pass: addr(5) } } });
+    expect(o).toEqual({
+      status: 'completed',
+      payout: {
+        id: expect.stringMatching(/^pay_[0-9a-z]{26}$/),
+        amount: 7,
+        created_at: now.toISOString(),
+        account: { pass: addr(5) },
+      },
+    });
     expect(q).toBeGreaterThan(0);
   });
 
@@ -52,7 +75,12 @@ describe('applyAllocations', () => {
     const ended = await quest({ start: new Date(Date.now() - 7_200_000), end: new Date(Date.now() - 1) });
     const off = await quest({ action: 'deactivated' });
     const ok = await quest();
-    const out = await applyAllocations(db.sql, [item(future, 1, addr(1)), item(ended, 1, addr(1)), item(off, 1, addr(1)), item(ok, 1, addr(123_456))]);
+    const out = await applyAllocations(db.sql, [
+      item(future, 1, addr(1)),
+      item(ended, 1, addr(1)),
+      item(off, 1, addr(1)),
+      item(ok, 1, addr(123_456)),
+    ]);
     expect(out).toEqual([
       { status: 'rejected', code: 'QUEST_NOT_ACTIVE' },
       { status: 'rejected', code: 'QUEST_NOT_ACTIVE' },
@@ -60,7 +88,9 @@ describe('applyAllocations', () => {
       { status: 'rejected', code: 'ACCOUNT_NOT_FOUND' },
     ]);
     for (const q of [future, ended, off, ok]) expect((await ledgerState(q)).payouts).toBe(0);
-    const [r] = await db.sql<{ n: number }[]>`select count(*)::int8 as n from allocation_rejections where quest_id = any(${[future, ended, off, ok]}::int[])`;
+    const [r] = await db.sql<
+      { n: number }[]
+    >`select count(*)::int8 as n from allocation_rejections where quest_id = any(${[future, ended, off, ok]}::int[])`;
     expect(r!.n).toBe(4);
   });
 
@@ -80,7 +110,11 @@ describe('applyAllocations', () => {
 
   it('treats a repeated key inside one list as one request', async () => {
     const q = await quest({ total: 100 });
-    const out = await applyAllocations(db.sql, [item(q, 10, addr(4), 'dup'), item(q, 10, addr(4), 'dup'), item(q, 11, addr(4), 'dup')]);
+    const out = await applyAllocations(db.sql, [
+      item(q, 10, addr(4), 'dup'),
+      item(q, 10, addr(4), 'dup'),
+      item(q, 11, addr(4), 'dup'),
+    ]);
     expect(out[1]).toEqual(out[0]);
     expect(out[0]!.status).toBe('completed');
     expect(out[2]).toEqual({ status: 'rejected', code: 'IDEMPOTENCY_KEY_REUSED' });
@@ -90,7 +124,10 @@ describe('applyAllocations', () => {
   it('never overspends under concurrent transactions on one quest', async () => {
     const q = await quest({ total: 1000 });
     const jobs = Array.from({ length: 50 }, (_, j) =>
-      applyAllocations(db.sql, Array.from({ length: 4 }, (_, k) => item(q, 10, addr(1 + ((j * 4 + k) % 200))))),
+      applyAllocations(
+        db.sql,
+        Array.from({ length: 4 }, (_, k) => item(q, 10, addr(1 + ((j * 4 + k) % 200)))),
+      ),
     );
     const results = (await Promise.all(jobs)).flat();
     expect(results.filter((o) => o.status === 'completed')).toHaveLength(100);

@@ -152,7 +152,9 @@ export async function createAllocator(opts: AllocatorOptions): Promise<Allocator
       const ttl = Math.max(1, Math.min(...chunk.map((c) => c.deadline)) - Date.now());
       try {
         const result = allocateJob.result.parse(await job.waitUntilFinished(s.events, ttl));
-        chunk.forEach((c, i) => c.resolve(result.outcomes[i] ?? { status: 'failed', code: 'ALLOCATION_FAILED' }));
+        chunk.forEach((c, i) => {
+          c.resolve(result.outcomes[i] ?? { status: 'failed', code: 'ALLOCATION_FAILED' });
+        });
       } catch (error) {
         // Timed out, or lost contact while waiting: the job is queued and will be decided, so the
         // truthful answer is "pending". A job that failed outright (a worker bug) is a failure.
