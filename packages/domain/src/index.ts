@@ -6,3 +6,4 @@ export * from './jobs.ts';
 export * from './keys.ts';
 export * from './partition.ts';
 export * from './quest.ts';
+export * from './views.ts';

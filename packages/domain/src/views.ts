@@ -1,0 +1,171 @@
+import { z } from 'zod';
+import { passAddressSchema } from './address.ts';
+import { ERROR_CODES } from './errors.ts';
+import { payoutViewSchema } from './jobs.ts';
+
+/**
+ * The HTTP views of the read API and the shapes of their inputs. One zod schema per shape feeds
+ * request validation, response serialization and the generated OpenAPI document, so the three
+ * cannot drift apart. Schemas with an `id` become named components of the OpenAPI document.
+ */
+
+/** Ids are Postgres `integer` columns. */
+export const INT32_MAX = 2_147_483_647;
+
+const timestamp = (description: string) => z.iso.datetime().meta({ description, example: '2025-03-01T12:00:00.000Z' });
+const timestampMs = (description: string) =>
+  z.iso.datetime({ precision: 3 }).meta({ description, example: '2025-03-01T12:00:00.123Z' });
+const int = (description: string) => z.number().int().meta({ description });
+
+/**
+ * A positive 32-bit id in a path. Digits only: no sign, exponent, fraction, leading zero or
+ * blank, so `1e3`, `1.0`, `-1`, `0` and `01` are refused instead of being coerced. Documented as
+ * an integer, which is what it is on the wire.
+ */
+export const idPathParamSchema = z
+  .string()
+  .regex(/^[1-9][0-9]{0,9}$/, 'must be a positive integer')
+  .pipe(z.coerce.number<string>().int().max(INT32_MAX))
+  .meta({ type: 'integer', minimum: 1, maximum: INT32_MAX, pattern: undefined });
+
+/** An integer in a query string with bounds and a default, digits only (see idPathParamSchema). */
+export function intQueryParam(opts: { default: number; min: number; max: number; description: string }) {
+  return z
+    .string()
+    .regex(/^(0|[1-9][0-9]{0,9})$/, 'must be a non-negative integer')
+    .pipe(z.coerce.number<string>().int().min(opts.min).max(opts.max))
+    .default(opts.default)
+    .meta({ type: 'integer', minimum: opts.min, maximum: opts.max, pattern: undefined, description: opts.description });
+}
+
+export const PAGE_LIMIT_DEFAULT = 20;
+export const PAGE_LIMIT_MAX = 100;
+
+export const questIdParamsSchema = z.object({ questId: idPathParamSchema.meta({ description: 'Quest id.' }) });
+export const campaignIdParamsSchema = z.object({ id: idPathParamSchema.meta({ description: 'Campaign id.' }) });
+
+const limitParam = (what: string) =>
+  intQueryParam({
+    default: PAGE_LIMIT_DEFAULT,
+    min: 1,
+    max: PAGE_LIMIT_MAX,
+    description: `Number of ${what} to return, 1..${PAGE_LIMIT_MAX}.`,
+  });
+const offsetParam = (what: string) =>
+  intQueryParam({ default: 0, min: 0, max: INT32_MAX, description: `Number of ${what} to skip.` });
+
+export const questDetailQuerySchema = z.object({ limit: limitParam('payouts'), offset: offsetParam('payouts') });
+
+export const publicQuestsQuerySchema = z.object({
+  owner: passAddressSchema.optional().meta({
+    description: 'Only the quests of the owner with this pass address (any letter case; compared in checksum form).',
+  }),
+  limit: limitParam('quests'),
+  offset: offsetParam('quests'),
+});
+
+export const payoutSchema = payoutViewSchema.meta({ id: 'Payout', description: 'A credit of points to one account.' });
+
+export const questDetailViewSchema = z
+  .object({
+    id: int('Quest id.'),
+    name: z.string(),
+    description: z.string(),
+    total_points: int('Total points budget.'),
+    points_remaining: int('Budget still unallocated.'),
+    start: timestamp('Start of the active window (inclusive), UTC.'),
+    end: timestamp('End of the active window (exclusive), UTC.'),
+    is_active: z
+      .boolean()
+      .meta({ description: "True when the current time is inside [start, end) and the quest's action type is active." }),
+    payouts: z.array(payoutSchema).meta({ description: 'Payouts of the quest, newest first, paginated by limit and offset.' }),
+  })
+  .meta({ id: 'QuestDetail', description: 'A quest as its owner sees it.' });
+
+export const campaignSummarySchema = z
+  .object({ id: int('Campaign id.'), name: z.string(), description: z.string() })
+  .meta({ id: 'CampaignSummary' });
+
+export const publicQuestViewSchema = z
+  .object({
+    id: int('Quest id.'),
+    name: z.string(),
+    description: z.string(),
+    total_points: int('Total points budget.'),
+    expected_points_per_completion: int('Points a completion is expected to earn.'),
+    start: timestamp('Start of the active window (inclusive), UTC.'),
+    end: timestamp('End of the active window (exclusive), UTC.'),
+    campaign: campaignSummarySchema.nullable().meta({ description: 'The campaign the quest belongs to; null when none.' }),
+  })
+  .meta({ id: 'PublicQuest', description: 'A public quest, as listed by GET /quests.' });
+
+export const publicQuestListSchema = z
+  .array(publicQuestViewSchema)
+  .meta({ description: 'Public quests in ascending id order, paginated by limit and offset.' });
+
+export const campaignQuestViewSchema = z
+  .object({
+    id: int('Quest id.'),
+    name: z.string(),
+    created_at: timestamp('Creation time, UTC.'),
+    updated_at: timestamp('Last update time, UTC.'),
+    description: z.string(),
+    start: timestamp('Start of the active window (inclusive), UTC.'),
+    end: timestamp('End of the active window (exclusive), UTC.'),
+    is_public: z.boolean(),
+    total_points: int('Total points budget.'),
+    expected_points_per_completion: int('Points a completion is expected to earn.'),
+    owner_id: z.string().meta({ description: 'Owner identifier (`own_…`).' }),
+    campaign_id: int('Id of the campaign.'),
+  })
+  .meta({ id: 'CampaignQuest', description: 'A quest embedded in its campaign.' });
+
+export const campaignViewSchema = z
+  .object({
+    id: int('Campaign id.'),
+    created_at: timestampMs('Creation time, UTC, with milliseconds.'),
+    updated_at: timestampMs('Last update time, UTC, with milliseconds.'),
+    name: z.string(),
+    description: z.string(),
+    start: timestamp('Start of the campaign, UTC.'),
+    end: timestamp('End of the campaign, UTC.'),
+    is_active: z.boolean().meta({ description: 'Whether the operator has the campaign switched on.' }),
+    external_app_id: z
+      .string()
+      .nullable()
+      .meta({ description: 'Identifier of the linked external application; null when none is linked.' }),
+    quests: z
+      .array(campaignQuestViewSchema)
+      .meta({ description: 'The public quests of the campaign, in ascending id order. Private quests are not listed.' }),
+  })
+  .meta({ id: 'Campaign', description: 'A campaign and its public quests.' });
+
+/** The body of every non-2xx response. */
+export const errorResponseSchema = z
+  .object({
+    statusCode: z.number().int().meta({ description: 'The HTTP status code, repeated.' }),
+    error: z.string().meta({ description: 'The HTTP reason phrase.', example: 'Bad Request' }),
+    code: z.enum(ERROR_CODES).meta({ description: 'Stable machine-readable error code.' }),
+    message: z.string().meta({ description: 'Human-readable explanation. 5xx messages never carry internals.' }),
+    requestId: z.string().meta({ description: 'The request id, also sent in the x-request-id response header.' }),
+    details: z.unknown().optional().meta({
+      description: 'Extra, code-specific information, e.g. the list of validation issues for VALIDATION_FAILED.',
+    }),
+  })
+  .meta({ id: 'ErrorResponse', description: 'Error envelope of every non-2xx response.' });
+
+export const healthViewSchema = z.object({ status: z.literal('ok') }).meta({ id: 'Health' });
+
+export const READINESS_CHECKS = ['database', 'queue'] as const;
+export type ReadinessCheck = (typeof READINESS_CHECKS)[number];
+export const readinessChecksSchema = z
+  .object({ database: z.enum(['ok', 'unavailable']), queue: z.enum(['ok', 'unavailable']) })
+  .meta({ id: 'ReadinessChecks' });
+export const readinessViewSchema = z.object({ status: z.literal('ok'), checks: readinessChecksSchema }).meta({ id: 'Readiness' });
+
+export type QuestDetailView = z.output<typeof questDetailViewSchema>;
+export type PublicQuestView = z.output<typeof publicQuestViewSchema>;
+export type CampaignView = z.output<typeof campaignViewSchema>;
+export type CampaignQuestView = z.output<typeof campaignQuestViewSchema>;
+export type ErrorResponse = z.output<typeof errorResponseSchema>;
+export type ReadinessChecks = z.output<typeof readinessChecksSchema>;
