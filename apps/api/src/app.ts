@@ -1,0 +1,129 @@
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import Fastify, { type FastifyInstance, LogController } from 'fastify';
+import {
+  jsonSchemaTransform,
+  jsonSchemaTransformObject,
+  serializerCompiler,
+  validatorCompiler,
+  type ZodTypeProvider,
+} from 'fastify-type-provider-zod';
+import { handleError, handleNotFound, sendError, mapError } from './errors.ts';
+import { createLogger } from './logger.ts';
+import { requestIdFor } from './request-id.ts';
+import { allocationRoutes } from './routes/allocations.ts';
+import { getCampaignRoute } from './routes/get-campaign.ts';
+import { getQuestRoute } from './routes/get-quest.ts';
+import { getQuestsRoute } from './routes/get-quests.ts';
+import { healthRoutes } from './routes/health.ts';
+import type { AllocationRoutesOptions, ApiConfig, ApiDeps } from './types.ts';
+
+export type { AllocationRoutesOptions, ApiConfig, ApiDeps } from './types.ts';
+
+type OpenApiDocument = ReturnType<typeof jsonSchemaTransformObject>;
+type WithComponents = { paths?: unknown; components?: { schemas?: Record<string, unknown> } };
+
+/**
+ * The zod transform emits an `…Input` twin of every named schema; keep only the components the
+ * paths reach, so the document lists what the API really uses.
+ */
+function pruneUnusedComponents(document: OpenApiDocument): OpenApiDocument {
+  const doc = document as WithComponents;
+  const schemas = doc.components?.schemas ?? {};
+  const used = new Set<string>();
+  const visit = (value: unknown): void => {
+    const text = JSON.stringify(value);
+    for (const match of text.matchAll(/"#\/components\/schemas\/([^"]+)"/g)) {
+      const name = match[1]!;
+      if (!used.has(name)) {
+        used.add(name);
+        visit(schemas[name]);
+      }
+    }
+  };
+  visit(doc.paths);
+  const kept = Object.fromEntries(Object.entries(schemas).filter(([name]) => used.has(name)));
+  return { ...doc, components: { ...doc.components, schemas: kept } } as OpenApiDocument;
+}
+
+/**
+ * Build the HTTP app: zod validation and serialization, the OpenAPI document (generated from the
+ * same schemas) at GET /openapi.json with interactive docs at /docs, the error envelope, request
+ * ids, one log line per request, and every route. Listening is the caller's business.
+ */
+export async function buildApp(config: ApiConfig, deps: ApiDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: deps.logger ?? createLogger(config.LOG_LEVEL),
+    // Fastify's two lines per request are replaced by the onResponse hook's one.
+    logController: new LogController({ disableRequestLogging: true }),
+    genReqId: requestIdFor,
+    bodyLimit: config.BODY_LIMIT_BYTES,
+    trustProxy: config.TRUST_PROXY,
+    // While draining, finish requests on open connections normally instead of a bare 503.
+    return503OnClosing: false,
+    frameworkErrors: (error, request, reply) => sendError(request, reply, mapError(error)),
+  }).withTypeProvider<ZodTypeProvider>();
+
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  app.setErrorHandler(handleError);
+  app.setNotFoundHandler(handleNotFound);
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  // The request's single log line (the logger is bound to its request id).
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info(
+      {
+        method: request.method,
+        route: request.routeOptions.url ?? null,
+        url: request.url,
+        statusCode: reply.statusCode,
+        responseTimeMs: Math.round(reply.elapsedTime * 100) / 100,
+      },
+      'request completed',
+    );
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Quest Rewards API',
+        version: '1.0.0',
+        description:
+          'Read quests and campaigns, and credit quest points to pass-address accounts. Every non-2xx response carries ' +
+          'the ErrorResponse envelope, whose `code` is one of a closed set; every response carries an `x-request-id` header.',
+      },
+      tags: [
+        { name: 'quests', description: 'Quests and their payouts' },
+        { name: 'campaigns', description: 'Campaigns grouping quests' },
+        { name: 'health', description: 'Liveness and readiness probes' },
+      ],
+      components: {
+        securitySchemes: {
+          apiKey: {
+            type: 'apiKey',
+            in: 'header',
+            name: 'x-api-key',
+            description: "The quest owner's API key (`sk_…`).",
+          },
+        },
+      },
+    },
+    transform: jsonSchemaTransform,
+    transformObject: (document) => pruneUnusedComponents(jsonSchemaTransformObject(document)),
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  await app.register(healthRoutes, { deps });
+  await app.register(getQuestsRoute, { deps });
+  await app.register(getQuestRoute, { deps });
+  await app.register(getCampaignRoute, { deps });
+  const allocationOptions: AllocationRoutesOptions = { deps, config };
+  await app.register(allocationRoutes, allocationOptions);
+
+  return app as unknown as FastifyInstance;
+}

@@ -1,0 +1,160 @@
+import { STATUS_CODES } from 'node:http';
+import { classifyDbError } from '@quest/db';
+import {
+  DEFAULT_MESSAGE,
+  type ErrorCode,
+  type ErrorResponse,
+  errorResponseSchema,
+  isDomainError,
+  STATUS_BY_CODE,
+} from '@quest/domain';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+
+/**
+ * The one place errors become HTTP responses. Every non-2xx body is an ErrorResponse envelope:
+ * DomainErrors carry their own code; framework errors (validation, body parsing, routing) are
+ * mapped by kind; a lost database connection is 503; anything else is a bug: 500 with a generic
+ * message, logged with the request id, never leaking internals.
+ */
+
+export interface ValidationIssue {
+  /** Which part of the request: params, querystring, headers or body. */
+  location: string;
+  /** Dotted path inside it, e.g. `limit` or `items.3.address`; empty for the part as a whole. */
+  path: string;
+  code: string;
+  message: string;
+}
+
+export interface MappedError {
+  code: ErrorCode;
+  message: string;
+  details?: unknown;
+}
+
+interface FrameworkErrorLike {
+  code?: unknown;
+  statusCode?: unknown;
+  message?: unknown;
+  validation?: unknown;
+  validationContext?: unknown;
+}
+
+const FASTIFY_CODES: Record<string, MappedError> = {
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: { code: 'UNSUPPORTED_MEDIA_TYPE', message: DEFAULT_MESSAGE.UNSUPPORTED_MEDIA_TYPE },
+  FST_ERR_CTP_BODY_TOO_LARGE: { code: 'PAYLOAD_TOO_LARGE', message: DEFAULT_MESSAGE.PAYLOAD_TOO_LARGE },
+  FST_ERR_CTP_EMPTY_JSON_BODY: {
+    code: 'VALIDATION_FAILED',
+    message: 'The body is empty but the content type is application/json.',
+  },
+  FST_ERR_CTP_INVALID_JSON_BODY: { code: 'VALIDATION_FAILED', message: 'The body is not valid JSON.' },
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: {
+    code: 'VALIDATION_FAILED',
+    message: 'The body size does not match the Content-Length header.',
+  },
+};
+
+/** Client errors the framework raises by status alone (4xx it has no specific code for here). */
+const CODE_BY_CLIENT_STATUS: Record<number, ErrorCode> = {
+  404: 'ROUTE_NOT_FOUND',
+  405: 'METHOD_NOT_ALLOWED',
+  413: 'PAYLOAD_TOO_LARGE',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
+  429: 'RATE_LIMITED',
+};
+
+function validationIssues(validation: unknown[], location: string): ValidationIssue[] {
+  return validation.map((raw) => {
+    const issue = raw as { instancePath?: unknown; keyword?: unknown; message?: unknown };
+    const pointer = typeof issue.instancePath === 'string' ? issue.instancePath : '';
+    return {
+      location,
+      path: pointer.split('/').filter(Boolean).join('.'),
+      code: typeof issue.keyword === 'string' ? issue.keyword : 'invalid',
+      message: typeof issue.message === 'string' ? issue.message : 'is invalid',
+    };
+  });
+}
+
+/** Decide the code, message and details of the response to an error. */
+export function mapError(error: unknown): MappedError {
+  if (isDomainError(error)) {
+    return error.details === undefined
+      ? { code: error.code, message: error.message }
+      : { code: error.code, message: error.message, details: error.details };
+  }
+  const e = (typeof error === 'object' && error !== null ? error : {}) as FrameworkErrorLike;
+  if (Array.isArray(e.validation)) {
+    const issues = validationIssues(e.validation, typeof e.validationContext === 'string' ? e.validationContext : 'request');
+    const summary = issues.map((i) => `${i.path ? `${i.location}.${i.path}` : i.location}: ${i.message}`).join('; ');
+    return { code: 'VALIDATION_FAILED', message: `Invalid request: ${summary}`, details: issues };
+  }
+  const known = typeof e.code === 'string' ? FASTIFY_CODES[e.code] : undefined;
+  if (known) return known;
+  if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
+    const code = CODE_BY_CLIENT_STATUS[e.statusCode] ?? 'VALIDATION_FAILED';
+    // Client errors raised by the framework describe the request, not the server: safe to show.
+    return { code, message: typeof e.message === 'string' && e.message ? e.message : DEFAULT_MESSAGE[code] };
+  }
+  if (classifyDbError(error) === 'transient')
+    return { code: 'DATABASE_UNAVAILABLE', message: DEFAULT_MESSAGE.DATABASE_UNAVAILABLE };
+  return { code: 'INTERNAL_ERROR', message: DEFAULT_MESSAGE.INTERNAL_ERROR };
+}
+
+export function errorBody(mapped: MappedError, requestId: string): ErrorResponse {
+  const statusCode = STATUS_BY_CODE[mapped.code];
+  const body: ErrorResponse = {
+    statusCode,
+    error: STATUS_CODES[statusCode] ?? 'Error',
+    code: mapped.code,
+    message: mapped.message,
+    requestId,
+  };
+  if (mapped.details !== undefined) body.details = mapped.details;
+  return body;
+}
+
+export function sendError(request: FastifyRequest, reply: FastifyReply, mapped: MappedError): FastifyReply {
+  const body = errorBody(mapped, request.id);
+  reply.code(body.statusCode).header('x-request-id', request.id).type('application/json; charset=utf-8');
+  if (body.statusCode === 503) reply.header('retry-after', '1');
+  return reply.send(body);
+}
+
+/** Fastify error handler (set once on the root instance, inherited by every route plugin). */
+export function handleError(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const mapped = mapError(error);
+  const status = STATUS_BY_CODE[mapped.code];
+  if (mapped.code === 'INTERNAL_ERROR') request.log.error({ err: error }, 'request failed with an unexpected error');
+  else if (status >= 500) request.log.warn({ err: error, code: mapped.code }, 'request failed: dependency unavailable');
+  else request.log.debug({ code: mapped.code, message: mapped.message }, 'request rejected');
+  return sendError(request, reply, mapped);
+}
+
+export function handleNotFound(request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const path = request.url.split('?', 1)[0];
+  return sendError(request, reply, { code: 'ROUTE_NOT_FOUND', message: `No route ${request.method} ${path}.` });
+}
+
+const STANDARD_ERRORS = {
+  500: 'INTERNAL_ERROR: unexpected server error.',
+  503: 'DATABASE_UNAVAILABLE (or QUEUE_UNAVAILABLE): a dependency is unreachable; retry later.',
+} as const;
+
+type ErrorResponseDoc = { description: string; content: { 'application/json': { schema: typeof errorResponseSchema } } };
+
+/**
+ * Response-schema entries documenting error statuses of a route with the envelope schema, each
+ * with a description of when it happens. 500 and 503 are added unless given.
+ */
+export function errorResponses<const S extends number>(
+  descriptions: Record<S, string>,
+): Record<S | keyof typeof STANDARD_ERRORS, ErrorResponseDoc> {
+  const all: Record<number, string> = { ...STANDARD_ERRORS, ...descriptions };
+  return Object.fromEntries(
+    Object.entries(all).map(([status, description]) => [
+      status,
+      { description, content: { 'application/json': { schema: errorResponseSchema } } },
+    ]),
+  ) as Record<S | keyof typeof STANDARD_ERRORS, ErrorResponseDoc>;
+}

@@ -1,0 +1,71 @@
+import { getQuestDetail, listQuestPayouts, type PayoutRow, type QuestDetailRow } from '@quest/db';
+import {
+  DomainError,
+  isQuestActive,
+  type QuestDetailView,
+  questDetailQuerySchema,
+  questDetailViewSchema,
+  questIdParamsSchema,
+} from '@quest/domain';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { apiKeyHeader, authorizeQuestOwner } from '../auth.ts';
+import { errorResponses } from '../errors.ts';
+import type { ApiDeps } from '../types.ts';
+
+export function toQuestDetailView(quest: QuestDetailRow, payouts: PayoutRow[], now: Date): QuestDetailView {
+  return {
+    id: quest.id,
+    name: quest.name,
+    description: quest.description,
+    total_points: quest.totalPoints,
+    points_remaining: quest.pointsRemaining,
+    start: quest.startAt.toISOString(),
+    end: quest.endAt.toISOString(),
+    is_active: isQuestActive(quest, now),
+    payouts: payouts.map((p) => ({
+      id: p.id,
+      amount: p.amount,
+      created_at: p.createdAt.toISOString(),
+      account: { pass: p.pass },
+    })),
+  };
+}
+
+/** GET /quests/{questId}: the owner's view of a quest with a page of its payouts. */
+export const getQuestRoute: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, { deps }) => {
+  app.get(
+    '/quests/:questId',
+    {
+      schema: {
+        operationId: 'getQuest',
+        tags: ['quests'],
+        summary: 'Get quest details',
+        description:
+          'Owner only. Payouts are newest first (decision order); `limit` 1..100 (default 20), `offset` ≥ 0 (default 0). ' +
+          'Checks run in this order: request validation, quests feature flag, API key, quest existence, ownership.',
+        security: [{ apiKey: [] }],
+        params: questIdParamsSchema,
+        querystring: questDetailQuerySchema,
+        response: {
+          200: questDetailViewSchema,
+          ...errorResponses({
+            400: 'VALIDATION_FAILED (bad quest id, limit or offset) or QUESTS_DISABLED.',
+            401: 'INVALID_API_KEY (missing, malformed, unknown or revoked key) or NOT_QUEST_OWNER.',
+            404: 'QUEST_NOT_FOUND.',
+          }),
+        },
+      },
+    },
+    async (request) => {
+      deps.flags.require('quests');
+      const { questId } = request.params;
+      await authorizeQuestOwner(deps.sql, apiKeyHeader(request.headers), questId);
+      const [quest, payouts] = await Promise.all([
+        getQuestDetail(deps.sql, questId),
+        listQuestPayouts(deps.sql, questId, request.query),
+      ]);
+      if (!quest) throw new DomainError('QUEST_NOT_FOUND');
+      return toQuestDetailView(quest, payouts, new Date());
+    },
+  );
+};

@@ -1,0 +1,72 @@
+import { pingDatabase } from '@quest/db';
+import { DomainError, healthViewSchema, type ReadinessChecks, readinessViewSchema } from '@quest/domain';
+import type { FastifyBaseLogger } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { errorResponses } from '../errors.ts';
+import type { ApiDeps } from '../types.ts';
+
+/** A probe that takes longer than this counts as failed: a hung dependency is not ready. */
+const CHECK_TIMEOUT_MS = 2000;
+
+async function probe(name: string, check: () => Promise<unknown>, log: FastifyBaseLogger): Promise<'ok' | 'unavailable'> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${name} check timed out after ${CHECK_TIMEOUT_MS} ms`)), CHECK_TIMEOUT_MS);
+  });
+  try {
+    await Promise.race([check(), timeout]);
+    return 'ok';
+  } catch (err) {
+    log.warn({ err, check: name }, 'readiness check failed');
+    return 'unavailable';
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** GET /healthz (the process answers) and GET /readyz (Postgres and the queue answer too). */
+export const healthRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, { deps }) => {
+  app.get(
+    '/healthz',
+    {
+      schema: {
+        operationId: 'getHealth',
+        tags: ['health'],
+        summary: 'Liveness: the process is up',
+        security: [],
+        response: { 200: healthViewSchema },
+      },
+    },
+    async () => ({ status: 'ok' as const }),
+  );
+
+  app.get(
+    '/readyz',
+    {
+      schema: {
+        operationId: 'getReadiness',
+        tags: ['health'],
+        summary: 'Readiness: PostgreSQL and the allocation queue answer',
+        description: 'On 503, `details.checks` says which dependency failed.',
+        security: [],
+        response: {
+          200: readinessViewSchema,
+          ...errorResponses({ 503: 'DATABASE_UNAVAILABLE or QUEUE_UNAVAILABLE; details.checks names the failed dependency.' }),
+        },
+      },
+    },
+    async (request) => {
+      const [database, queue] = await Promise.all([
+        probe('database', () => pingDatabase(deps.sql), request.log),
+        probe('queue', () => deps.allocator.ping(), request.log),
+      ]);
+      const checks: ReadinessChecks = { database, queue };
+      if (database === 'ok' && queue === 'ok') return { status: 'ok' as const, checks };
+      const code = database === 'ok' ? 'QUEUE_UNAVAILABLE' : 'DATABASE_UNAVAILABLE';
+      const failed = Object.entries(checks)
+        .filter(([, state]) => state !== 'ok')
+        .map(([name]) => name);
+      throw new DomainError(code, `Not ready: ${failed.join(' and ')} unavailable.`, { checks });
+    },
+  );
+};

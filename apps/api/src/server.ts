@@ -1,0 +1,60 @@
+import { ConfigError } from '@quest/config';
+import { createSql } from '@quest/db';
+import { migrate } from '@quest/db/migrate';
+import { createAllocator } from '@quest/queue';
+import { buildApp } from './app.ts';
+import { type ApiConfig, loadApiConfig } from './env.ts';
+import { FeatureFlagCache } from './flags.ts';
+import { createLogger } from './logger.ts';
+
+let config: ApiConfig;
+try {
+  config = loadApiConfig();
+} catch (error) {
+  console.error(error instanceof ConfigError ? error.message : error);
+  process.exit(1);
+}
+
+const logger = createLogger(config.LOG_LEVEL);
+try {
+  await migrate(config.DATABASE_URL);
+  const sql = createSql(config.DATABASE_URL, { max: config.DATABASE_POOL_MAX, applicationName: 'quest-api' });
+  const flags = await FeatureFlagCache.start(sql, { refreshMs: config.FLAGS_REFRESH_MS, logger });
+  const allocator = await createAllocator({
+    redisUrl: config.REDIS_URL,
+    prefix: config.QUEUE_PREFIX,
+    partitions: config.QUEUE_PARTITIONS,
+    waitMs: config.ALLOCATION_WAIT_MS,
+    retentionSeconds: Math.max(config.JOB_RETENTION_SECONDS, Math.ceil((2 * config.BATCH_WAIT_MS) / 1000)),
+  });
+  const app = await buildApp(config, { sql, flags, allocator, logger });
+  await app.listen({ host: config.HOST, port: config.PORT });
+
+  // Stop taking requests, let in-flight ones finish (they may be waiting on an allocation), then close the pools.
+  const shutdown = async (signal: string) => {
+    logger.info({ signal }, 'shutting down');
+    setTimeout(() => {
+      logger.error('shutdown timed out');
+      process.exit(1);
+    }, config.ALLOCATION_WAIT_MS + 10_000).unref();
+    await app.close();
+    await allocator.close();
+    flags.stop();
+    await sql.end({ timeout: 5 });
+    logger.info('stopped');
+  };
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.once(signal, () => {
+      shutdown(signal).then(
+        () => process.exit(0),
+        (err) => {
+          logger.error({ err }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
+    });
+  }
+} catch (err) {
+  logger.fatal({ err }, 'start-up failed');
+  process.exit(1);
+}

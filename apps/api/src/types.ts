@@ -1,0 +1,22 @@
+import type { Sql } from '@quest/db';
+import type { Allocator } from '@quest/queue';
+import type { FastifyBaseLogger } from 'fastify';
+import type { ApiConfig } from './env.ts';
+import type { FeatureFlagCache } from './flags.ts';
+
+export type { ApiConfig } from './env.ts';
+
+/** What the app is built from: live connections, created and closed by server.ts (or a test). */
+export interface ApiDeps {
+  sql: Sql;
+  flags: FeatureFlagCache;
+  allocator: Allocator;
+  /** Process logger (see createLogger); a fresh one at LOG_LEVEL when omitted. */
+  logger?: FastifyBaseLogger;
+}
+
+/** Options the allocation routes plugin is registered with. Import from here, not from app.ts (that would be a cycle). */
+export interface AllocationRoutesOptions {
+  deps: ApiDeps;
+  config: ApiConfig;
+}
