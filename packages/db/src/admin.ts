@@ -218,7 +218,12 @@ interface AccountRow {
   balance: number;
   created_at: Date;
 }
-const toAccount = (r: AccountRow): AccountRecord => ({ id: r.id, pass: r.pass_address, balance: r.balance, createdAt: r.created_at });
+const toAccount = (r: AccountRow): AccountRecord => ({
+  id: r.id,
+  pass: r.pass_address,
+  balance: r.balance,
+  createdAt: r.created_at,
+});
 
 export async function createAccount(sql: Sql, input: { pass: string }): Promise<AccountRecord> {
   const pass = requirePassAddress(input.pass);
@@ -276,10 +281,13 @@ export async function importAccounts(
     inflight = (async () => {
       await previous;
       if (failure) return;
+      // One text[] literal, written out here rather than with sql.array(): postgres.js types an
+      // array parameter only once its pool has fetched the array types, which a fresh pool has
+      // not. The elements are checksummed addresses ([0-9A-Za-z] only), so they need no quoting.
       const [row] = await sql<{ created: number }[]>`
         with inserted as (
           insert into accounts (pass_address)
-          select * from unnest(${sql.array(addresses, 25)}::text[])
+          select * from unnest(${`{${addresses.join(',')}}`}::text[])
           on conflict (pass_address) do nothing
           returning 1
         )

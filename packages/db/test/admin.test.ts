@@ -8,6 +8,7 @@ import {
   createCampaign,
   createOwner,
   createQuest,
+  createSql,
   findOwnerByApiKey,
   importAccounts,
   revokeApiKey,
@@ -156,6 +157,16 @@ describe('accounts', () => {
     // Running the same import again creates nothing.
     const rerun = await importAccounts(sql, rows, { chunkSize: 4 });
     expect(rerun).toMatchObject({ created: 0, skipped: 9, invalid: 2 });
+  });
+
+  it('imports through a pool whose first query is the import', async () => {
+    const fresh = createSql(db.url, { max: 2 });
+    try {
+      const addresses = Array.from({ length: 5 }, () => `0x${randomHex()}`);
+      expect(await importAccounts(fresh, addresses)).toMatchObject({ created: 5, skipped: 0, invalid: 0 });
+    } finally {
+      await fresh.end();
+    }
   });
 
   it('caps the invalid-row report but counts every invalid row', async () => {

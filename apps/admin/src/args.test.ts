@@ -1,0 +1,110 @@
+import { InvalidArgumentError } from 'commander';
+import { describe, expect, it } from 'vitest';
+import {
+  parseActionStatus,
+  parseApiKey,
+  parseFeatureAssignments,
+  parseInstant,
+  parseName,
+  parseNonNegativeInt,
+  parseOwnerId,
+  parsePassAddress,
+  parseRowId,
+} from './args.ts';
+
+const rejects = (fn: () => unknown) => expect(fn).toThrow(InvalidArgumentError);
+
+describe('parseInstant', () => {
+  it('reads dates as UTC midnight and date-times with their zone', () => {
+    expect(parseInstant('2025-06-01').toISOString()).toBe('2025-06-01T00:00:00.000Z');
+    expect(parseInstant('2025-06-01T12:30:00Z').toISOString()).toBe('2025-06-01T12:30:00.000Z');
+    expect(parseInstant('2025-06-01T12:30Z').toISOString()).toBe('2025-06-01T12:30:00.000Z');
+    expect(parseInstant('2025-06-01T12:30:00.5+02:00').toISOString()).toBe('2025-06-01T10:30:00.500Z');
+    expect(parseInstant('2025-06-01T12:30:00-0130').toISOString()).toBe('2025-06-01T14:00:00.000Z');
+    expect(parseInstant('2025-06-01t12:30:00.123456z').toISOString()).toBe('2025-06-01T12:30:00.123Z');
+    expect(parseInstant('2024-02-29').toISOString()).toBe('2024-02-29T00:00:00.000Z');
+  });
+
+  it('refuses what is not an unambiguous instant', () => {
+    rejects(() => parseInstant('tomorrow'));
+    rejects(() => parseInstant('2025-06-01T12:00:00')); // no zone: depends on the machine
+    rejects(() => parseInstant('2025-02-30'));
+    rejects(() => parseInstant('2023-02-29'));
+    rejects(() => parseInstant('2025-13-01'));
+    rejects(() => parseInstant('2025-06-01T24:00:00Z'));
+    rejects(() => parseInstant('2025-06-01T12:60:00Z'));
+    rejects(() => parseInstant('1717200000'));
+    rejects(() => parseInstant(''));
+  });
+});
+
+describe('number and id parsers', () => {
+  it('accepts non-negative safe integers only', () => {
+    expect(parseNonNegativeInt('0')).toBe(0);
+    expect(parseNonNegativeInt(' 1500 ')).toBe(1500);
+    expect(parseNonNegativeInt('9007199254740991')).toBe(Number.MAX_SAFE_INTEGER);
+    for (const bad of ['-1', '1.5', '1e3', '', 'ten', '9007199254740992', '0x10']) rejects(() => parseNonNegativeInt(bad));
+  });
+
+  it('accepts row ids in the integer column range', () => {
+    expect(parseRowId('1')).toBe(1);
+    expect(parseRowId('2147483647')).toBe(2147483647);
+    for (const bad of ['0', '-3', '2147483648', 'abc', '1.0']) rejects(() => parseRowId(bad));
+  });
+
+  it('checks the shape of owner ids and API keys', () => {
+    expect(parseOwnerId(' own_01jf8q4g0x7m3r6v2k9d1n5bta ')).toBe('own_01jf8q4g0x7m3r6v2k9d1n5bta');
+    rejects(() => parseOwnerId('key_01jf8q'));
+    rejects(() => parseOwnerId('own_'));
+    const key = `sk_${'A'.repeat(43)}`;
+    expect(parseApiKey(key)).toBe(key);
+    rejects(() => parseApiKey('pk_abcdefghijklmnopqrstuvwxyz'));
+    rejects(() => parseApiKey('sk_short'));
+  });
+});
+
+describe('parsePassAddress', () => {
+  it('returns the EIP-55 form of lower- and upper-case input', () => {
+    expect(parsePassAddress('0x52908400098527886e0f7030069857d2e4169ee7')).toBe('0x52908400098527886E0F7030069857D2E4169EE7');
+    expect(parsePassAddress('0xDE709F2102306220921060314715629080E2FB77')).toBe('0xde709f2102306220921060314715629080e2fb77');
+    expect(parsePassAddress('0x27b1fdb04752bbc536007a920d24acb045561c26')).toBe('0x27b1fdb04752bbc536007a920d24acb045561c26');
+  });
+
+  it('refuses anything but 0x and 40 hex digits', () => {
+    for (const bad of ['0x1234', '52908400098527886e0f7030069857d2e4169ee7', `0x${'g'.repeat(40)}`, `0x${'a'.repeat(41)}`, '']) {
+      rejects(() => parsePassAddress(bad));
+    }
+  });
+});
+
+describe('parseActionStatus and parseName', () => {
+  it('accepts the two action statuses in any case', () => {
+    expect(parseActionStatus('active')).toBe('active');
+    expect(parseActionStatus('DEACTIVATED')).toBe('deactivated');
+    rejects(() => parseActionStatus('paused'));
+  });
+
+  it('trims names and bounds their length', () => {
+    expect(parseName('  Acme ')).toBe('Acme');
+    rejects(() => parseName('   '));
+    rejects(() => parseName('x'.repeat(201)));
+  });
+});
+
+describe('parseFeatureAssignments', () => {
+  const FEATURES = ['quests', 'campaigns'] as const;
+
+  it('reads one or both assignments', () => {
+    expect(parseFeatureAssignments(['quests=off'], FEATURES)).toEqual({ quests: false });
+    expect(parseFeatureAssignments(['quests=on', 'Campaigns=OFF'], FEATURES)).toEqual({ quests: true, campaigns: false });
+    expect(parseFeatureAssignments(['quests=on', 'quests=on'], FEATURES)).toEqual({ quests: true });
+  });
+
+  it('refuses unknown names, bad values, contradictions and nothing at all', () => {
+    rejects(() => parseFeatureAssignments([], FEATURES));
+    rejects(() => parseFeatureAssignments(['payouts=on'], FEATURES));
+    rejects(() => parseFeatureAssignments(['quests=yes'], FEATURES));
+    rejects(() => parseFeatureAssignments(['quests'], FEATURES));
+    rejects(() => parseFeatureAssignments(['quests=on', 'quests=off'], FEATURES));
+  });
+});

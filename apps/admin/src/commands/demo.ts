@@ -1,0 +1,104 @@
+import { randomBytes } from 'node:crypto';
+import { createAccount, createCampaign, createOwner, createQuest } from '@quest/db';
+import type { CommandOutput, Context } from '../context.ts';
+import { demoCurls } from '../curl.ts';
+import { renderFields } from '../format.ts';
+
+const DAY = 86_400_000;
+const randomAddress = () => `0x${randomBytes(20).toString('hex')}`;
+
+/**
+ * A ready-to-try data set: an owner with a key, a campaign, a live public quest with a budget and
+ * a private one, and three accounts. Addresses are random, so it can run any number of times.
+ */
+export async function demo(ctx: Context): Promise<CommandOutput> {
+  const sql = await ctx.db();
+  // Start on the current minute: already inside the window, and easy to read.
+  const start = new Date(Math.floor(Date.now() / 60_000) * 60_000);
+  const end = new Date(start.getTime() + 30 * DAY);
+  const tag = randomBytes(2).toString('hex');
+
+  const { owner, apiKey } = await createOwner(sql, { name: `Demo owner ${tag}`, pass: randomAddress() });
+  const campaign = await createCampaign(sql, {
+    name: `Demo campaign ${tag}`,
+    description: 'Quests created by quest-admin demo.',
+    startAt: start,
+    endAt: end,
+  });
+  const liveQuest = await createQuest(sql, {
+    ownerId: owner.id,
+    campaignId: campaign.id,
+    name: `Daily check-in ${tag}`,
+    description: 'Check in once a day. Public, active for 30 days.',
+    startAt: start,
+    endAt: end,
+    totalPoints: 100_000,
+    expectedPointsPerCompletion: 10,
+    isPublic: true,
+  });
+  const privateQuest = await createQuest(sql, {
+    ownerId: owner.id,
+    campaignId: campaign.id,
+    name: `Invite a friend ${tag}`,
+    description: 'Private: not listed by GET /quests, but shown in its campaign.',
+    startAt: start,
+    endAt: end,
+    totalPoints: 5_000,
+    expectedPointsPerCompletion: 100,
+    isPublic: false,
+  });
+  const accounts = [];
+  for (let i = 0; i < 3; i++) accounts.push(await createAccount(sql, { pass: randomAddress() }));
+
+  const curl = demoCurls({
+    baseUrl: ctx.config.API_BASE_URL,
+    apiKey,
+    questId: liveQuest.id,
+    campaignId: campaign.id,
+    address: accounts[0]!.pass,
+    points: 10,
+  });
+  const quests = [liveQuest, privateQuest].map((q) => ({
+    id: q.id,
+    name: q.name,
+    isPublic: q.isPublic,
+    totalPoints: q.totalPoints,
+    start: q.startAt.toISOString(),
+    end: q.endAt.toISOString(),
+  }));
+  return {
+    json: {
+      owner: { id: owner.id, name: owner.name, pass: owner.pass },
+      apiKey,
+      campaign: { id: campaign.id, name: campaign.name },
+      quests,
+      accounts: accounts.map((a) => ({ id: a.id, pass: a.pass })),
+      apiBaseUrl: ctx.config.API_BASE_URL,
+      curl,
+    },
+    text: [
+      renderFields('Demo data created', [
+        ['owner', `${owner.id} (${owner.name}, pass ${owner.pass})`],
+        ['API key', apiKey],
+        ['campaign', `${campaign.id} (${campaign.name})`],
+        ['public quest', `${liveQuest.id} (${liveQuest.name}, ${liveQuest.totalPoints} points, until ${end.toISOString()})`],
+        ['private quest', `${privateQuest.id} (${privateQuest.name}, ${privateQuest.totalPoints} points)`],
+        ...accounts.map((a, i) => [`account ${i + 1}`, `${a.id} (${a.pass})`] as const),
+      ]),
+      '',
+      `Try it against ${ctx.config.API_BASE_URL}:`,
+      '',
+      '# List public quests',
+      curl.listQuests,
+      '',
+      '# Quest details with its payouts (owner key required)',
+      curl.getQuest,
+      '',
+      '# Campaign with its quests',
+      curl.getCampaign,
+      '',
+      '# Credit 10 points to account 1',
+      curl.allocate,
+    ].join('\n'),
+  };
+}

@@ -1,0 +1,67 @@
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { parse } from 'csv-parse';
+import type { ImportRow } from '@quest/db';
+import { CliError } from './context.ts';
+
+export interface AccountCsv {
+  /** File size in bytes, for progress. */
+  size: number;
+  /** Bytes parsed so far. */
+  bytesRead(): number;
+  rows: AsyncIterable<ImportRow>;
+}
+
+/**
+ * Stream the `pass` column of an accounts CSV. The first line is the header and must name a
+ * `pass` column (other columns are ignored); each later non-empty line yields one row with its
+ * line number. Nothing is held beyond the parser's buffer, whatever the file size.
+ */
+export async function openAccountCsv(path: string): Promise<AccountCsv> {
+  let size: number;
+  try {
+    const info = await stat(path);
+    if (!info.isFile()) throw new Error('not a regular file');
+    size = info.size;
+  } catch (error) {
+    throw new CliError('FILE_NOT_READABLE', `cannot read ${path}: ${(error as Error).message}`);
+  }
+  let bytes = 0;
+  async function* rows(): AsyncGenerator<ImportRow> {
+    const source = createReadStream(path);
+    const parser = source.pipe(
+      parse({ bom: true, info: true, trim: true, skip_empty_lines: true, relax_column_count: true, relax_quotes: true }),
+    );
+    // pipe() does not forward a read error; without this the loop below would wait forever.
+    source.on('error', (error) => parser.destroy(error));
+    let column = -1;
+    try {
+      for await (const { record, info } of parser as AsyncIterable<{
+        record: string[];
+        info: { lines: number; bytes: number };
+      }>) {
+        bytes = info.bytes;
+        if (column < 0) {
+          column = record.findIndex((name) => name.trim().toLowerCase() === 'pass');
+          if (column < 0) {
+            throw new CliError(
+              'INVALID_CSV',
+              `${path}: the first line must be a header with a "pass" column (got: ${record.join(',')})`,
+            );
+          }
+          continue;
+        }
+        yield { line: info.lines, value: record[column] ?? '' };
+      }
+    } catch (error) {
+      if (error instanceof CliError) throw error;
+      const code = (error as { code?: string }).code;
+      if (code?.startsWith('CSV_')) throw new CliError('INVALID_CSV', `${path}: ${(error as Error).message}`);
+      throw new CliError('FILE_NOT_READABLE', `cannot read ${path}: ${(error as Error).message}`);
+    } finally {
+      source.destroy();
+    }
+    if (column < 0) throw new CliError('INVALID_CSV', `${path}: the file is empty; expected a header line "pass"`);
+  }
+  return { size, bytesRead: () => bytes, rows: rows() };
+}

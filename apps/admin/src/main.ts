@@ -1,0 +1,88 @@
+import { CommanderError } from 'commander';
+import { ConfigError } from '@quest/config';
+import { isAdminError } from '@quest/db';
+import { CliError, type CommandOutput, Context, type Io } from './context.ts';
+import { loadAdminConfig } from './env.ts';
+import { buildProgram } from './program.ts';
+
+/** Exit codes: 0 done, 1 failed (or the audit found violations), 2 bad usage. */
+export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
+
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'CONNECT_TIMEOUT',
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+]);
+
+const MAX_MESSAGE = 300;
+
+/** Where the database is, for messages: never the password. */
+function describeDatabase(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.hostname}:${u.port || '5432'}${u.pathname}`;
+  } catch {
+    return 'the configured database';
+  }
+}
+
+/** One readable line and a stable code for any failure; stack traces are for bugs in development. */
+export function describeError(error: unknown, databaseUrl: string): { code: string; message: string } {
+  if (isAdminError(error) || error instanceof CliError) return { code: error.code, message: error.message };
+  const e = error as { code?: unknown; message?: unknown; severity?: unknown } | null;
+  const full = typeof e?.message === 'string' ? e.message.split('\n')[0]! : String(error);
+  // Database messages may quote a whole parameter; one line means one readable line.
+  const message = full.length > MAX_MESSAGE ? `${full.slice(0, MAX_MESSAGE)}…` : full;
+  const code = typeof e?.code === 'string' ? e.code : undefined;
+  if (code && CONNECTION_CODES.has(code)) {
+    return { code: 'DATABASE_UNAVAILABLE', message: `cannot reach PostgreSQL at ${describeDatabase(databaseUrl)}: ${message}` };
+  }
+  if (code && typeof e?.severity === 'string') {
+    return { code: 'DATABASE_ERROR', message: `database error ${code} at ${describeDatabase(databaseUrl)}: ${message}` };
+  }
+  return { code: 'INTERNAL_ERROR', message: `unexpected failure: ${message}` };
+}
+
+function print(ctx: Context, output: CommandOutput): void {
+  if (ctx.json) ctx.io.stdout(`${JSON.stringify(output.json)}\n`);
+  else ctx.io.stdout(`${output.text}\n`);
+}
+
+/** Run one invocation; resolves to the process exit code. Never throws. */
+export async function main(argv: readonly string[], env: Record<string, string | undefined>, io: Io): Promise<number> {
+  let config: ReturnType<typeof loadAdminConfig>;
+  try {
+    config = loadAdminConfig(env);
+  } catch (error) {
+    io.stderr(`quest-admin: ${error instanceof ConfigError ? error.message : String(error)}\n`);
+    return EXIT.failed;
+  }
+  const ctx = new Context(config, io);
+  let output: CommandOutput | undefined;
+  const program = buildProgram(ctx, (o) => {
+    output = o;
+  });
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+    if (!output) return EXIT.ok;
+    print(ctx, output);
+    return output.exitCode ?? EXIT.ok;
+  } catch (error) {
+    // Commander has already printed the usage message (or the help that was asked for).
+    if (error instanceof CommanderError) return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
+    const { code, message } = describeError(error, config.DATABASE_URL);
+    io.stderr(`error: ${message}\n`);
+    if (ctx.json) io.stdout(`${JSON.stringify({ error: { code, message } })}\n`);
+    return EXIT.failed;
+  } finally {
+    await ctx.close().catch(() => {});
+  }
+}

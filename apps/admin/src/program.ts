@@ -1,0 +1,162 @@
+import { Command, InvalidArgumentError } from 'commander';
+import { FEATURES } from '@quest/db';
+import {
+  parseActionStatus,
+  parseApiKey,
+  parseFeatureAssignments,
+  parseInstant,
+  parseName,
+  parseNonNegativeInt,
+  parseOwnerId,
+  parsePassAddress,
+  parseRowId,
+} from './args.ts';
+import { accountCreate, accountImport } from './commands/accounts.ts';
+import { auditCommand } from './commands/audit.ts';
+import { demo } from './commands/demo.ts';
+import { featuresSet, featuresShow } from './commands/features.ts';
+import { keyCreate, keyRevoke, ownerCreate } from './commands/owners.ts';
+import { campaignCreate, questAction, questCreate } from './commands/quests.ts';
+import type { CommandOutput, Context } from './context.ts';
+
+/** Report a bad combination of arguments the way commander reports a bad single one. */
+function usageError(cmd: Command, message: string): never {
+  cmd.error(`error: ${message}`, { exitCode: 2, code: 'quest.usage' });
+}
+
+function checkWindow(cmd: Command, opts: { start: Date; end: Date }): void {
+  if (opts.end.getTime() <= opts.start.getTime())
+    usageError(cmd, `--end (${opts.end.toISOString()}) must be after --start (${opts.start.toISOString()})`);
+}
+
+/**
+ * The `quest-admin` command tree. Actions hand their result to `emit`; the caller prints it, so
+ * every command has exactly one output, text or JSON.
+ */
+export function buildProgram(ctx: Context, emit: (output: CommandOutput) => void): Command {
+  const program = new Command('quest-admin')
+    .description(
+      'Operator tools for the Quest Rewards Service: owners and API keys, accounts, campaigns, quests, feature flags, ledger audit.',
+    )
+    .option('--json', 'print exactly one JSON object on stdout instead of text')
+    .configureOutput({ writeOut: (s) => ctx.io.stdout(s), writeErr: (s) => ctx.io.stderr(s) })
+    .showHelpAfterError()
+    .exitOverride()
+    .hook('preAction', (_program, action) => {
+      ctx.json = action.optsWithGlobals().json === true;
+    })
+    .addHelpText(
+      'after',
+      "\nEnvironment:\n  DATABASE_URL   PostgreSQL URL (default postgres://postgres@127.0.0.1:5432/quest_rewards)\n  API_BASE_URL   API address used in the demo's curl commands (default http://127.0.0.1:3000)\n\nThe schema is migrated automatically before any command that uses the database.",
+    );
+  const run = (fn: () => Promise<CommandOutput>) => fn().then(emit);
+
+  const owner = program.command('owner').description('Quest owners');
+  owner
+    .command('create')
+    .description('Create an owner and its first API key (the key is shown only once)')
+    .requiredOption('--name <name>', 'owner display name', parseName)
+    .requiredOption(
+      '--pass <address>',
+      'owner pass address, 0x + 40 hex digits in any case (stored in EIP-55 form)',
+      parsePassAddress,
+    )
+    .action((opts) => run(() => ownerCreate(ctx, opts)));
+
+  const key = program.command('key').description('Owner API keys');
+  key
+    .command('create')
+    .description('Issue another API key to an owner (shown only once)')
+    .requiredOption('--owner <ownerId>', 'owner id (own_…)', parseOwnerId)
+    .action((opts) => run(() => keyCreate(ctx, opts)));
+  key
+    .command('revoke')
+    .description('Revoke an API key; it stops working at once')
+    .requiredOption('--key <apiKey>', 'the full key (sk_…)', parseApiKey)
+    .action((opts) => run(() => keyRevoke(ctx, opts)));
+
+  const account = program.command('account').description('Accounts that receive points');
+  account
+    .command('create')
+    .description('Create one account')
+    .requiredOption('--pass <address>', 'pass address, 0x + 40 hex digits in any case (stored in EIP-55 form)', parsePassAddress)
+    .action((opts) => run(() => accountCreate(ctx, opts)));
+  account
+    .command('import')
+    .description('Create accounts in bulk from a CSV file with a "pass" header; existing ones are skipped')
+    .requiredOption('--file <path>', 'CSV file: header line "pass", then one address per line')
+    .action((opts) => run(() => accountImport(ctx, opts)));
+
+  const campaign = program.command('campaign').description('Campaigns (groups of quests)');
+  campaign
+    .command('create')
+    .description('Create a campaign')
+    .requiredOption('--name <name>', 'campaign name', parseName)
+    .requiredOption('--description <text>', 'campaign description')
+    .requiredOption('--start <iso>', 'start, ISO 8601 (e.g. 2025-06-01T00:00:00Z)', parseInstant)
+    .requiredOption('--end <iso>', 'end, ISO 8601, after the start', parseInstant)
+    .option('--external-app-id <id>', 'id of a linked external application')
+    .option('--inactive', 'create the campaign inactive')
+    .action((opts, cmd: Command) => {
+      checkWindow(cmd, opts);
+      return run(() => campaignCreate(ctx, opts));
+    });
+
+  const quest = program.command('quest').description('Quests (points budgets)');
+  quest
+    .command('create')
+    .description('Create a quest; its whole budget starts unallocated')
+    .requiredOption('--owner <ownerId>', 'owner id (own_…)', parseOwnerId)
+    .option('--campaign <campaignId>', 'campaign id', parseRowId)
+    .requiredOption('--name <name>', 'quest name', parseName)
+    .requiredOption('--description <text>', 'quest description')
+    .requiredOption('--start <iso>', 'start of the active window, ISO 8601', parseInstant)
+    .requiredOption('--end <iso>', 'end of the active window, ISO 8601, after the start', parseInstant)
+    .requiredOption('--total-points <n>', 'points budget', parseNonNegativeInt)
+    .requiredOption('--expected-points <n>', 'expected points per completion', parseNonNegativeInt)
+    .option('--private', 'leave the quest out of the public list')
+    .action((opts, cmd: Command) => {
+      checkWindow(cmd, opts);
+      return run(() => questCreate(ctx, opts));
+    });
+  quest
+    .command('action')
+    .description("Switch a quest's action type")
+    .requiredOption('--id <questId>', 'quest id', parseRowId)
+    .requiredOption('--status <status>', 'active or deactivated', parseActionStatus)
+    .action((opts) => run(() => questAction(ctx, opts)));
+
+  const features = program.command('features').description('Show (default) or switch the quests and campaigns features');
+  features
+    .command('show', { isDefault: true })
+    .description('Show both feature flags')
+    .action(() => run(() => featuresShow(ctx)));
+  features
+    .command('set')
+    .description('Switch features on or off, e.g. "features set quests=off campaigns=on"')
+    .argument('<assignments...>', `${FEATURES.map((f) => `${f}=on|off`).join(' and/or ')}`)
+    .action((assignments: string[], _opts, cmd: Command) => {
+      let changes: ReturnType<typeof parseFeatureAssignments<(typeof FEATURES)[number]>>;
+      try {
+        changes = parseFeatureAssignments(assignments, FEATURES);
+      } catch (error) {
+        if (error instanceof InvalidArgumentError) usageError(cmd, error.message);
+        throw error;
+      }
+      return run(() => featuresSet(ctx, changes));
+    });
+
+  program
+    .command('audit')
+    .description(
+      'Check the ledger: per quest total = remaining + paid out, per account balance = paid in, nothing negative; exit 1 on any violation',
+    )
+    .action(() => run(() => auditCommand(ctx)));
+
+  program
+    .command('demo')
+    .description('Create a demo owner, key, campaign, two quests and three accounts, and print curl commands to try the API')
+    .action(() => run(() => demo(ctx)));
+
+  return program;
+}
