@@ -1,0 +1,279 @@
+import { performance } from 'node:perf_hooks';
+import { applyAllocations, type LedgerItem, type Sql } from '@quest/db';
+import { type AllocationOutcome, newId, partitionOf } from '@quest/domain';
+import { type LatencySummary, summarize } from './stats.ts';
+
+/**
+ * The LIMIT: the service's own ledger transaction (`applyAllocations` from @quest/db) driven
+ * directly through postgres.js from this process: no HTTP, no Redis, no queue, no worker.
+ * Whatever the service adds on top of this is overhead the service could, in principle, remove.
+ */
+
+export interface DirectResult {
+  kind: string;
+  concurrency: number;
+  elapsedS: number;
+  transactions: number;
+  completed: number;
+  notCompleted: number;
+  errors: number;
+  sampleErrors: string[];
+  payoutIds: string[];
+  /** Per-transaction latency (ms) for single-item modes; per item wait for the coalesced mode. */
+  latency: LatencySummary;
+  /** Completed allocations (credits) per second. */
+  rate: number;
+  /** Mean items per transaction (coalesced mode). */
+  itemsPerTransaction?: number;
+}
+
+type Pick = () => { questId: number; address: string };
+
+let keySeq = 0;
+const limitKey = () => newId('alc');
+
+function collect(outcomes: readonly AllocationOutcome[], ids: string[]): { ok: number; bad: number } {
+  let ok = 0;
+  let bad = 0;
+  for (const o of outcomes) {
+    if (o.status === 'completed') {
+      ok++;
+      ids.push(o.payout.id);
+    } else bad++;
+  }
+  return { ok, bad };
+}
+
+/**
+ * `concurrency` loops, each running one single-item ledger transaction after another, for
+ * `durationS` seconds or until `amount` transactions in total: what a naive service (one request,
+ * one transaction) could do at best.
+ */
+export async function directSingle(
+  sql: Sql,
+  opts: { concurrency: number; durationS?: number; amount?: number; pick: Pick; points?: number },
+): Promise<DirectResult> {
+  const ids: string[] = [];
+  const latencies: number[] = [];
+  const sampleErrors: string[] = [];
+  let transactions = 0;
+  let completed = 0;
+  let notCompleted = 0;
+  let errors = 0;
+  let started = 0;
+  const t0 = performance.now();
+  const deadline = opts.durationS ? t0 + opts.durationS * 1000 : Number.POSITIVE_INFINITY;
+  const more = () => performance.now() < deadline && (opts.amount === undefined || started < opts.amount);
+  const loop = async () => {
+    while (more()) {
+      started++;
+      const { questId, address } = opts.pick();
+      const item: LedgerItem = { key: limitKey(), questId, points: opts.points ?? 1, address };
+      const s = performance.now();
+      try {
+        const outcomes = await applyAllocations(sql, [item]);
+        latencies.push(performance.now() - s);
+        transactions++;
+        const c = collect(outcomes, ids);
+        completed += c.ok;
+        notCompleted += c.bad;
+        if (c.bad && sampleErrors.length < 5) sampleErrors.push(JSON.stringify(outcomes[0]));
+      } catch (error) {
+        errors++;
+        if (sampleErrors.length < 5) sampleErrors.push(String((error as Error).message ?? error));
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: opts.concurrency }, loop));
+  const elapsedS = (performance.now() - t0) / 1000;
+  return {
+    kind: 'single-item transactions',
+    concurrency: opts.concurrency,
+    elapsedS,
+    transactions,
+    completed,
+    notCompleted,
+    errors,
+    sampleErrors,
+    payoutIds: ids,
+    latency: summarize(latencies),
+    rate: completed / elapsedS,
+  };
+}
+
+/**
+ * The service's job shape without the service: `clients` closed loops each submit one item and
+ * wait for it; items are routed to `partitions` partitions (the same partitionOf), and each
+ * partition applies whatever has accumulated as ONE ordered list (≤ maxItems), one list at a time
+ * (global concurrency 1). This is the ceiling of the coalescing design on this database.
+ */
+export async function directCoalesced(
+  sql: Sql,
+  opts: { clients: number; partitions: number; maxItems: number; durationS: number; pick: Pick; points?: number },
+): Promise<DirectResult> {
+  interface Pending {
+    item: LedgerItem;
+    resolve: (o: AllocationOutcome | Error) => void;
+  }
+  const buffers: Pending[][] = Array.from({ length: opts.partitions }, () => []);
+  const running: boolean[] = new Array(opts.partitions).fill(false);
+  const ids: string[] = [];
+  const latencies: number[] = [];
+  const sampleErrors: string[] = [];
+  let transactions = 0;
+  let items = 0;
+  let completed = 0;
+  let notCompleted = 0;
+  let errors = 0;
+
+  const kick = (p: number) => {
+    if (running[p] || buffers[p]!.length === 0) return;
+    running[p] = true;
+    const list = buffers[p]!.splice(0, opts.maxItems);
+    applyAllocations(
+      sql,
+      list.map((x) => x.item),
+    )
+      .then(
+        (outcomes) => {
+          transactions++;
+          items += list.length;
+          list.forEach((x, i) => {
+            x.resolve(outcomes[i] ?? new Error('missing outcome'));
+          });
+        },
+        (error: unknown) => {
+          transactions++;
+          for (const x of list) x.resolve(error instanceof Error ? error : new Error(String(error)));
+        },
+      )
+      .finally(() => {
+        running[p] = false;
+        kick(p);
+      });
+  };
+
+  const t0 = performance.now();
+  const deadline = t0 + opts.durationS * 1000;
+  const loop = async () => {
+    while (performance.now() < deadline) {
+      const { questId, address } = opts.pick();
+      const item: LedgerItem = { key: limitKey(), questId, points: opts.points ?? 1, address };
+      const p = partitionOf(questId, opts.partitions);
+      const s = performance.now();
+      const outcome = await new Promise<AllocationOutcome | Error>((resolve) => {
+        buffers[p]!.push({ item, resolve });
+        kick(p);
+      });
+      latencies.push(performance.now() - s);
+      if (outcome instanceof Error) {
+        errors++;
+        if (sampleErrors.length < 5) sampleErrors.push(outcome.message);
+      } else {
+        const c = collect([outcome], ids);
+        completed += c.ok;
+        notCompleted += c.bad;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: opts.clients }, loop));
+  const elapsedS = (performance.now() - t0) / 1000;
+  return {
+    kind: 'coalesced lists per partition',
+    concurrency: opts.clients,
+    elapsedS,
+    transactions,
+    completed,
+    notCompleted,
+    errors,
+    sampleErrors,
+    payoutIds: ids,
+    latency: summarize(latencies),
+    rate: completed / elapsedS,
+    itemsPerTransaction: transactions ? items / transactions : 0,
+  };
+}
+
+/**
+ * Exactly what the worker's processBatch does per batch, minus the queue: a batches row, then
+ * one `applyAllocations(…, { knownFresh: true, afterWrites: progress guard })` per chunk of
+ * `chunkSize` items, and the progress re-read between chunks. Batches run one after another (a
+ * quest's batches share one partition, so the service cannot run them in parallel either).
+ */
+export async function directBatches(
+  sql: Sql,
+  opts: { questId: number; ownerId: string; addresses: readonly string[]; batchSize: number; chunkSize: number; points?: number },
+): Promise<DirectResult & { batches: number }> {
+  const ids: string[] = [];
+  const sampleErrors: string[] = [];
+  const chunkLatencies: number[] = [];
+  let transactions = 0;
+  let completed = 0;
+  let notCompleted = 0;
+  let errors = 0;
+  let batches = 0;
+  const points = opts.points ?? 1;
+  const t0 = performance.now();
+  for (let b0 = 0; b0 < opts.addresses.length; b0 += opts.batchSize) {
+    const addresses = opts.addresses.slice(b0, b0 + opts.batchSize);
+    const batchId = newId('bat');
+    batches++;
+    await sql`insert into batches (id, quest_id, owner_id, items_digest, total)
+              values (${batchId}, ${opts.questId}, ${opts.ownerId}, ${`bench-${++keySeq}`}, ${addresses.length})`;
+    await sql`update batches set status = 'processing', updated_at = now() where id = ${batchId} and status <> 'completed'`;
+    let processed = 0;
+    while (processed < addresses.length) {
+      const start = processed;
+      const end = Math.min(start + opts.chunkSize, addresses.length);
+      const n = end - start;
+      const items: LedgerItem[] = [];
+      for (let i = start; i < end; i++) {
+        items.push({ key: `${batchId}:${i}`, questId: opts.questId, points, address: addresses[i]!, batchId, itemIndex: i });
+      }
+      const s = performance.now();
+      try {
+        const outcomes = await applyAllocations(sql, items, {
+          knownFresh: true,
+          afterWrites: async (tx, sum) => {
+            const moved = await tx`
+              update batches set
+                processed = processed + ${n}, succeeded = succeeded + ${sum.succeeded}, failed = failed + ${sum.failed},
+                status = case when processed + ${n} = total then 'completed' else 'processing' end,
+                completed_at = case when processed + ${n} = total then now() end,
+                updated_at = now()
+              where id = ${batchId} and processed = ${start}`;
+            if (moved.count !== 1) throw new Error('batch progress moved');
+          },
+        });
+        transactions++;
+        chunkLatencies.push(performance.now() - s);
+        const c = collect(outcomes, ids);
+        completed += c.ok;
+        notCompleted += c.bad;
+      } catch (error) {
+        errors++;
+        if (sampleErrors.length < 5) sampleErrors.push(String((error as Error).message ?? error));
+        break;
+      }
+      const [row] = await sql<
+        { processed: number }[]
+      >`select status, total, processed, succeeded, failed from batches where id = ${batchId}`;
+      processed = row?.processed ?? end;
+    }
+  }
+  const elapsedS = (performance.now() - t0) / 1000;
+  return {
+    kind: `processBatch chunks of ${opts.chunkSize}`,
+    concurrency: 1,
+    elapsedS,
+    transactions,
+    completed,
+    notCompleted,
+    errors,
+    sampleErrors,
+    payoutIds: ids,
+    latency: summarize(chunkLatencies),
+    rate: completed / elapsedS,
+    batches,
+  };
+}

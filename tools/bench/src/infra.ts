@@ -1,0 +1,76 @@
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import postgres from 'postgres';
+import { createSql, type Sql } from '@quest/db';
+import { migrate } from '@quest/db/migrate';
+
+export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+
+export interface BenchInfra {
+  /** Server URL (maintenance database `postgres`). */
+  serverUrl: string;
+  dbName: string;
+  databaseUrl: string;
+  redisUrl: string;
+  prefix: string;
+  /** Small pool for seeding and audits. */
+  sql: Sql;
+  redis: Redis;
+  cleanup(): Promise<void>;
+}
+
+function withDatabase(url: string, name: string): string {
+  const u = new URL(url);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
+
+/**
+ * A fresh database `qr_bench_<ts>` (migrated with the project's own migrate()) and a fresh Redis
+ * key prefix. cleanup() drops the database (force) and unlinks every key under the prefix; it is
+ * idempotent and safe to call from a signal handler.
+ */
+export async function createInfra(opts: { pgUrl: string; redisUrl: string; tag: string }): Promise<BenchInfra> {
+  const dbName = `qr_bench_${opts.tag}`;
+  const prefix = `qrb_${opts.tag}`;
+  const databaseUrl = withDatabase(opts.pgUrl, dbName);
+  const redis = new Redis(opts.redisUrl, { maxRetriesPerRequest: 1, lazyConnect: true });
+  redis.on('error', () => {});
+  let cleaned: Promise<void> | undefined;
+  let sql: Sql | undefined;
+  const cleanup = () =>
+    (cleaned ??= (async () => {
+      await sql?.end({ timeout: 2 }).catch(() => {});
+      const admin = postgres(withDatabase(opts.pgUrl, 'postgres'), { max: 1, onnotice: () => {}, connect_timeout: 5 });
+      try {
+        await admin.unsafe(`drop database if exists "${dbName}" with (force)`);
+      } catch (error) {
+        console.error(`bench: could not drop database ${dbName}: ${(error as Error).message}`);
+      } finally {
+        await admin.end({ timeout: 2 }).catch(() => {});
+      }
+      try {
+        if (redis.status !== 'ready') await redis.connect().catch(() => {});
+        let cursor = '0';
+        do {
+          const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+          cursor = next;
+          if (keys.length) await redis.unlink(...keys);
+        } while (cursor !== '0');
+      } catch (error) {
+        console.error(`bench: could not clean Redis prefix ${prefix}: ${(error as Error).message}`);
+      } finally {
+        redis.disconnect();
+      }
+    })());
+  try {
+    await redis.connect();
+    await redis.ping();
+    await migrate(databaseUrl);
+    sql = createSql(databaseUrl, { max: 4, applicationName: 'quest-bench' });
+    return { serverUrl: opts.pgUrl, dbName, databaseUrl, redisUrl: opts.redisUrl, prefix, sql, redis, cleanup };
+  } catch (error) {
+    await cleanup();
+    throw error;
+  }
+}

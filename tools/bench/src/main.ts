@@ -1,0 +1,352 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { Command, Option } from 'commander';
+import { createSql, type Sql } from '@quest/db';
+import { runLoad } from './http-load.ts';
+import { type BenchInfra, createInfra, REPO_ROOT } from './infra.ts';
+import { formatMachine, machineInfo } from './machine.ts';
+import { liveServices, type Service, type ServiceEnv, startApi, startWorkerProcess, waitForPool } from './procs.ts';
+import { summarizeProfileDir } from './profile.ts';
+import {
+  batchScenario,
+  benchConfig,
+  type Ctx,
+  latencyScenario,
+  memoryOutput,
+  SCENARIOS,
+  type ScenarioName,
+  type ScenarioOutput,
+  scaleScenario,
+  throughputScenario,
+} from './scenarios.ts';
+import { seedAccounts, seedOwner, seedQuests } from './seed.ts';
+import { formatValue, markdownTable, type Row, resultsTable, rng } from './stats.ts';
+
+const program = new Command()
+  .name('bench')
+  .description('Benchmarks the quest rewards service (API + workers as real processes) against the direct ledger transaction.')
+  .option('--quick', 'short run (< 2 min): shorter durations, fewer items, scale with 1 and 2 workers', false)
+  .option('--scenario <names...>', `scenarios to run (comma or space separated): ${SCENARIOS.join(', ')}`)
+  .option('--workers <n>', 'worker processes for scenarios 1–4 and memory', (v) => Number.parseInt(v, 10))
+  .option('--duration <seconds>', 'override the timed runs (throughput, hot, scale, limits)', (v) => Number(v))
+  .option('--batch-concurrency <n>', 'batches in flight in the batch scenario', (v) => Number.parseInt(v, 10))
+  .addOption(
+    new Option('--profile <role>', 'run the API and/or workers with node --cpu-prof and summarise').choices([
+      'api',
+      'worker',
+      'all',
+    ]),
+  )
+  .option('--out <dir>', 'results directory', join(REPO_ROOT, 'bench-results'))
+  .option(
+    '--pg-url <url>',
+    'PostgreSQL server (any database; a fresh qr_bench_* database is created)',
+    'postgres://postgres@127.0.0.1:5432/postgres',
+  )
+  .option('--redis-url <url>', 'Redis server (a fresh key prefix is used)', 'redis://127.0.0.1:6379')
+  .option('--keep', 'keep the bench database and Redis keys afterwards (for inspection)', false);
+
+program.parse();
+const opts = program.opts<{
+  quick: boolean;
+  scenario?: string[];
+  workers?: number;
+  duration?: number;
+  batchConcurrency?: number;
+  profile?: 'api' | 'worker' | 'all';
+  out: string;
+  pgUrl: string;
+  redisUrl: string;
+  keep: boolean;
+}>();
+
+const selected = new Set<ScenarioName>(
+  (opts.scenario ?? [...SCENARIOS])
+    .flatMap((s) => s.split(','))
+    .map((s) => {
+      const name = s.trim() as ScenarioName;
+      if (!SCENARIOS.includes(name)) {
+        console.error(`unknown scenario "${s}"; choose from ${SCENARIOS.join(', ')}`);
+        process.exit(2);
+      }
+      return name;
+    }),
+);
+
+const cfg = benchConfig(opts.quick, {
+  ...(opts.workers ? { workers: opts.workers } : {}),
+  ...(opts.batchConcurrency ? { batchConcurrency: opts.batchConcurrency } : {}),
+  ...(opts.duration
+    ? { throughputS: opts.duration, hotS: opts.duration, limitS: opts.duration, coalescedS: Math.max(1, opts.duration / 2) }
+    : {}),
+});
+
+const startedAt = new Date();
+const tag = `${startedAt.toISOString().replace(/[-:]/g, '').replace(/\..*/, '').replace('T', '_').toLowerCase()}_${process.pid}`;
+const t0 = Date.now();
+const log = (msg: string) => console.log(`[bench +${((Date.now() - t0) / 1000).toFixed(1)}s] ${msg}`);
+
+let infra: BenchInfra | undefined;
+let limitPool: Sql | undefined;
+let tearingDown: Promise<void> | undefined;
+
+async function teardown(graceful: boolean) {
+  tearingDown ??= (async () => {
+    await limitPool?.end({ timeout: 2 }).catch(() => {});
+    // SIGTERM lets processes exit cleanly (and write --cpu-prof profiles); SIGKILL on abort.
+    await Promise.all(liveServices().map((s) => s.stop(graceful ? 'SIGTERM' : 'SIGKILL')));
+    if (infra && !opts.keep) await infra.cleanup();
+    else if (infra) {
+      await infra.sql.end({ timeout: 2 }).catch(() => {});
+      infra.redis.disconnect();
+      console.log(`kept database ${infra.dbName} and Redis prefix ${infra.prefix}`);
+    }
+  })();
+  return tearingDown;
+}
+
+let interrupted = false;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    if (interrupted) process.exit(130);
+    interrupted = true;
+    console.error(`\nbench: ${signal}: stopping processes and dropping the bench database…`);
+    void teardown(false).finally(() => process.exit(130));
+  });
+}
+
+const profileDir = opts.profile ? resolve(opts.out, 'profiles', tag) : undefined;
+function profileEnv(role: 'api' | 'worker'): Record<string, string> {
+  if (!profileDir || (opts.profile !== 'all' && opts.profile !== role)) return {};
+  const dir = join(profileDir, role);
+  mkdirSync(dir, { recursive: true });
+  return { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --cpu-prof --cpu-prof-dir=${dir}`.trim() };
+}
+
+async function main() {
+  log(`${cfg.quick ? 'quick' : 'full'} run, scenarios: ${[...selected].join(', ')}`);
+  infra = await createInfra({ pgUrl: opts.pgUrl, redisUrl: opts.redisUrl, tag });
+  const { sql } = infra;
+  const machine = await machineInfo(sql, infra.redis);
+  console.log(formatMachine(machine));
+  log(`database ${infra.dbName}, Redis prefix ${infra.prefix}`);
+
+  const owner = await seedOwner(sql);
+  const accountCount = Math.max(cfg.accountPool, selected.has('batch') ? cfg.batchItems : 0);
+  const accounts = await seedAccounts(sql, accountCount);
+  await sql`analyze`;
+  log(`seeded owner, ${accounts.length} accounts`);
+
+  const env: ServiceEnv = {
+    DATABASE_URL: infra.databaseUrl,
+    REDIS_URL: infra.redisUrl,
+    QUEUE_PREFIX: infra.prefix,
+    QUEUE_PARTITIONS: String(cfg.partitions),
+    LOG_LEVEL: 'warn',
+  };
+  let workers: Service[] = [];
+  let generation = 0;
+  const startWorkers = async (n: number) => {
+    generation++;
+    const ids = Array.from({ length: n }, (_, i) => `bench-w${i + 1}${generation > 1 ? `g${generation}` : ''}`);
+    workers = ids.map((id) => startWorkerProcess(env, id, profileEnv('worker')));
+    await waitForPool(infra!.redis, infra!.prefix, cfg.partitions, ids, workers);
+  };
+
+  log(`starting the API and ${cfg.workers} workers`);
+  const [api] = await Promise.all([startApi(env, profileEnv('api')), startWorkers(cfg.workers)]);
+  log(`API at ${api.baseUrl}; workers ${workers.map((w) => `${w.name}(pid ${w.pid})`).join(', ')}`);
+
+  const warmQuests = await seedQuests(sql, owner.ownerId, 32, 'warm-up');
+  const warm = async () => {
+    const r = rng(99);
+    const w = await runLoad({
+      baseUrl: api.baseUrl,
+      apiKey: owner.apiKey,
+      connections: 16,
+      durationS: cfg.warmupS,
+      pick: () => ({
+        questId: warmQuests[Math.floor(r() * warmQuests.length)]!,
+        address: accounts[Math.floor(r() * cfg.accountPool)]!,
+      }),
+    });
+    log(`warm-up: ${w.ok200} allocations in ${w.elapsedS.toFixed(1)} s (not measured)`);
+  };
+  await warm();
+
+  const ctx: Ctx = {
+    cfg,
+    infra,
+    owner,
+    accounts,
+    api,
+    workers: () => workers,
+    async restartWorkers(n) {
+      log(`restarting workers: ${workers.length} → ${n}`);
+      await Promise.all(workers.map((w) => w.stop('SIGTERM')));
+      await startWorkers(n);
+      await warm();
+    },
+    limitSql() {
+      limitPool ??= createSql(infra!.databaseUrl, { max: cfg.connections, applicationName: 'quest-bench-limit' });
+      return limitPool;
+    },
+    log,
+    shared: {},
+  };
+
+  const outputs: ScenarioOutput[] = [];
+  const run = async (name: ScenarioName, fn: () => Promise<ScenarioOutput | ScenarioOutput[]>) => {
+    const started = Date.now();
+    try {
+      const out = await fn();
+      for (const o of Array.isArray(out) ? out : [out]) {
+        outputs.push(o);
+        for (const n of o.notes) log(n);
+      }
+    } catch (error) {
+      log(`${name}: ERROR ${(error as Error).stack ?? error}`);
+      outputs.push({
+        name,
+        ok: false,
+        rows: [
+          {
+            scenario: name,
+            metric: 'error',
+            unit: 'text',
+            service: String((error as Error).message).slice(0, 80),
+            status: 'FAILED',
+          },
+        ],
+        raw: { error: String((error as Error).stack ?? error) },
+        notes: [],
+      });
+    }
+    log(`${name}: done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  };
+
+  if (selected.has('latency')) await run('latency', () => latencyScenario(ctx));
+  if (selected.has('throughput') || selected.has('memory')) {
+    await run(selected.has('throughput') ? 'throughput' : 'memory', async () => {
+      const { out, svc } = await throughputScenario(ctx, 'throughput', {
+        withLimit: selected.has('throughput'),
+        sampleMemory: selected.has('memory'),
+      });
+      const list: ScenarioOutput[] = [];
+      if (selected.has('throughput')) list.push(out);
+      if (selected.has('memory')) list.push(memoryOutput(svc));
+      return list;
+    });
+  }
+  if (selected.has('hot'))
+    await run('hot', async () => (await throughputScenario(ctx, 'hot', { withLimit: true, sampleMemory: false })).out);
+  if (selected.has('batch')) await run('batch', () => batchScenario(ctx));
+  if (selected.has('scale')) await run('scale', () => scaleScenario(ctx));
+
+  const problems = [api, ...workers].map((s) => ({
+    process: s.name,
+    pid: s.pid,
+    warnings: s.problems().length,
+    sample: s.problems().slice(0, 5),
+  }));
+  log('stopping processes');
+  await teardown(true);
+
+  const rows: Row[] = outputs.flatMap((o) => o.rows);
+  const table = resultsTable(rows);
+  const goals = goalTable(outputs);
+  const elapsedS = (Date.now() - t0) / 1000;
+
+  const lines = [
+    '',
+    `## Quest rewards bench — ${cfg.quick ? 'quick' : 'full'} run, ${startedAt.toISOString()} (${elapsedS.toFixed(0)} s)`,
+    '',
+    formatMachine(machine),
+    `config: ${cfg.workers} workers (scale: ${cfg.scaleWorkers.join('/')}), ${cfg.partitions} partitions, ${cfg.connections} connections, ` +
+      `throughput/hot ${cfg.throughputS}/${cfg.hotS} s, limit ${cfg.limitS} s (coalesced ${cfg.coalescedS} s), ` +
+      `${cfg.latencyRequests} latency requests, batch ${cfg.batchItems} = ${Math.ceil(cfg.batchItems / cfg.batchSize)} × ${cfg.batchSize} (chunks of ${cfg.chunkSize})`,
+    '',
+    'ratio = service ÷ limit (rates: higher is better, 1.00 = the service reaches the direct ledger transaction; latencies: lower is better).',
+    'Throughput/hot ratio uses the single-item limit (what one-request-one-transaction could do); the coalesced-lists row is the ceiling of the service’s own job shape.',
+    '',
+    table,
+    '',
+    '### Goals (reported, not asserted)',
+    '',
+    goals,
+    '',
+  ];
+  for (const p of problems)
+    if (p.warnings) lines.push(`${p.process} logged ${p.warnings} warn/error lines, e.g. ${p.sample[0]?.slice(0, 300)}`);
+  console.log(lines.join('\n'));
+
+  mkdirSync(opts.out, { recursive: true });
+  const file = join(opts.out, `bench-${tag}-${cfg.quick ? 'quick' : 'full'}.json`);
+  const json = {
+    startedAt: startedAt.toISOString(),
+    finishedAt: new Date().toISOString(),
+    elapsedS,
+    mode: cfg.quick ? 'quick' : 'full',
+    scenarios: [...selected],
+    config: cfg,
+    machine,
+    table,
+    goals,
+    rows,
+    results: Object.fromEntries(outputs.map((o) => [o.name, { ok: o.ok, notes: o.notes, ...o.raw }])),
+    processWarnings: problems,
+    profileDir,
+  };
+  writeFileSync(file, `${JSON.stringify(json, null, 2)}\n`);
+  console.log(`results written to ${file}`);
+
+  if (profileDir) {
+    console.log(`\nCPU profiles in ${profileDir}`);
+    for (const role of ['api', 'worker'] as const) {
+      const summary = summarizeProfileDir(join(profileDir, role), 25);
+      if (summary) console.log(`\n### ${role}\n${summary}`);
+    }
+  }
+  return outputs.every((o) => o.ok);
+}
+
+function goalTable(outputs: ScenarioOutput[]): string {
+  const find = (scenario: string, metric: string) =>
+    outputs.flatMap((o) => o.rows).find((r) => r.scenario === scenario && r.metric.startsWith(metric));
+  const num = (r: Row | undefined) => (typeof r?.service === 'number' ? r.service : undefined);
+  const rows: string[][] = [];
+  const add = (goal: string, value: string, met: boolean | undefined) =>
+    rows.push([goal, value, met === undefined ? 'not measured' : met ? 'met' : 'MISSED']);
+  const p50 = num(find('latency', 'p50'));
+  const p99 = num(find('latency', 'p99'));
+  add('1. latency p50 ≤ 3 ms', formatValue(p50, 'ms'), p50 === undefined ? undefined : p50 <= 3);
+  add('1. latency p99 ≤ 15 ms', formatValue(p99, 'ms'), p99 === undefined ? undefined : p99 <= 15);
+  const tp = find('throughput', 'allocations/s (limit: single');
+  const tpRatio = typeof tp?.service === 'number' && tp.limit ? tp.service / tp.limit : undefined;
+  add(
+    '2. throughput ≥ 0.5 × single-item limit',
+    tpRatio === undefined ? '—' : `${formatValue(num(tp), '/s')} = ${tpRatio.toFixed(2)} × ${formatValue(tp!.limit, '/s')}`,
+    tpRatio === undefined ? undefined : tpRatio >= 0.5,
+  );
+  const b = num(find('batch', 'credits/s,'));
+  add('4. batch ≥ 30,000 credits/s', formatValue(b, '/s'), b === undefined ? undefined : b >= 30_000);
+  const mem = outputs.find((o) => o.name === 'memory')?.rows ?? [];
+  const maxMem = mem.length ? Math.max(...mem.map((r) => num(r) ?? 0)) : undefined;
+  add(
+    '6. ≤ 200 MB RSS per process',
+    maxMem === undefined ? '—' : `max ${formatValue(maxMem, 'MB')}`,
+    maxMem === undefined ? undefined : maxMem <= 200,
+  );
+  return markdownTable(['goal', 'measured', 'verdict'], rows);
+}
+
+main().then(
+  async (ok) => {
+    process.exit(ok ? 0 : 1);
+  },
+  async (error) => {
+    console.error(`bench failed: ${(error as Error).stack ?? error}`);
+    await teardown(false);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,303 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import type { Redis } from 'ioredis';
+import { REPO_ROOT } from './infra.ts';
+
+/**
+ * The service under test, as real OS processes started from the repo's TypeScript entry points
+ * (`node --import tsx …`, like packages/testing's startProcess). With LOG_LEVEL=warn neither
+ * process prints its "ready" line (both are info level), so readiness is observed from outside:
+ * the API answers GET /readyz on a port chosen here; a worker has joined the pool's membership
+ * set in Redis and BullMQ workers cover every partition.
+ */
+
+export interface Service {
+  role: 'api' | 'worker';
+  name: string;
+  child: ChildProcess;
+  pid: number;
+  /** Last ~64 KB of stdout+stderr. */
+  output(): string;
+  /** Lines written since start that look like pino warn/error/fatal records (level ≥ 40). */
+  problems(): string[];
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+  exited: Promise<number | null>;
+}
+
+const OUTPUT_KEEP = 64 * 1024;
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+const live = new Set<Service>();
+
+/** Every child still running (for the Ctrl-C / failure path). */
+export function liveServices(): Service[] {
+  return [...live];
+}
+
+function spawnService(role: Service['role'], name: string, entry: string, env: Record<string, string>): Service {
+  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const problems: string[] = [];
+  let partial = '';
+  const onData = (d: Buffer) => {
+    const s = d.toString();
+    out = (out + s).slice(-OUTPUT_KEEP);
+    partial += s;
+    const lines = partial.split('\n');
+    partial = lines.pop() ?? '';
+    for (const line of lines) {
+      const m = /"level":(\d+)/.exec(line);
+      if ((m && Number(m[1]) >= 40) || (!m && line.trim() && !line.startsWith('{'))) {
+        if (problems.length < 200) problems.push(line.slice(0, 2000));
+      }
+    }
+  };
+  child.stdout!.on('data', onData);
+  child.stderr!.on('data', onData);
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code, signal) => resolve(code ?? (signal ? -1 : null))),
+  );
+  const svc: Service = {
+    role,
+    name,
+    child,
+    pid: child.pid ?? -1,
+    output: () => out,
+    problems: () => problems,
+    exited,
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill(signal);
+        const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+        await exited;
+        clearTimeout(timer);
+      }
+      live.delete(svc);
+      return exited;
+    },
+  };
+  live.add(svc);
+  void exited.then(() => live.delete(svc));
+  return svc;
+}
+
+async function until<T>(
+  what: string,
+  svc: Service | undefined,
+  timeoutMs: number,
+  probe: () => Promise<T | undefined>,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (svc && (svc.child.exitCode !== null || svc.child.signalCode !== null)) {
+      throw new Error(`${svc.name} exited before ${what}:\n${svc.output()}`);
+    }
+    const v = await probe().catch(() => undefined);
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${svc ? `:\n${svc.output()}` : ''}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+export interface ServiceEnv {
+  DATABASE_URL: string;
+  REDIS_URL: string;
+  QUEUE_PREFIX: string;
+  QUEUE_PARTITIONS: string;
+  LOG_LEVEL: string;
+  [k: string]: string;
+}
+
+export async function startApi(env: ServiceEnv, extra: Record<string, string> = {}): Promise<Service & { baseUrl: string }> {
+  const port = await freePort();
+  const svc = spawnService('api', 'api', 'apps/api/src/server.ts', { ...env, HOST: '127.0.0.1', PORT: String(port), ...extra });
+  const baseUrl = `http://127.0.0.1:${port}`;
+  try {
+    await until('API readiness (GET /readyz)', svc, 60_000, async () => {
+      const res = await fetch(`${baseUrl}/readyz`, { signal: AbortSignal.timeout(2000) });
+      await res.arrayBuffer();
+      return res.status === 200 ? true : undefined;
+    });
+  } catch (error) {
+    await svc.stop('SIGKILL');
+    throw error;
+  }
+  return Object.assign(svc, { baseUrl });
+}
+
+export function startWorkerProcess(env: ServiceEnv, workerId: string, extra: Record<string, string> = {}): Service {
+  return spawnService('worker', workerId, 'apps/worker/src/main.ts', { ...env, WORKER_ID: workerId, ...extra });
+}
+
+/** BullMQ names a worker's Redis connections `${prefix}:${base64(queue)}:w:${workerName}`. */
+function workerClients(clientList: string, prefix: string): Map<string, Set<string>> {
+  const byQueue = new Map<string, Set<string>>();
+  for (const line of clientList.split('\n')) {
+    const m = / name=(\S+)/.exec(line);
+    if (!m) continue;
+    const name = m[1]!;
+    if (!name.startsWith(`${prefix}:`)) continue;
+    const rest = name.slice(prefix.length + 1);
+    const w = rest.indexOf(':w:');
+    if (w < 0) continue;
+    const queue = Buffer.from(rest.slice(0, w), 'base64').toString();
+    const worker = rest.slice(w + 3);
+    let set = byQueue.get(queue);
+    if (!set) byQueue.set(queue, (set = new Set()));
+    set.add(worker);
+  }
+  return byQueue;
+}
+
+/**
+ * Wait until exactly `workerIds` are the pool's members and every partition queue has exactly
+ * one BullMQ worker, owned by one of them, with all of them owning some partition: the pool has
+ * settled after a (re)start. Returns the owner of each partition.
+ */
+export async function waitForPool(
+  redis: Redis,
+  prefix: string,
+  partitions: number,
+  workerIds: readonly string[],
+  services: readonly Service[],
+  timeoutMs = 60_000,
+): Promise<Map<number, string>> {
+  const want = new Set(workerIds);
+  let last = '';
+  try {
+    return await until('worker pool to settle', undefined, timeoutMs, async () => {
+      for (const s of services) {
+        if (s.child.exitCode !== null || s.child.signalCode !== null) throw new Error(`${s.name} exited:\n${s.output()}`);
+      }
+      const members = await redis.zrange(`${prefix}:pool:members`, 0, -1);
+      if (members.length !== want.size || members.some((m) => !want.has(m))) {
+        last = `members=${members.join(',')}`;
+        return undefined;
+      }
+      const clients = workerClients((await redis.client('LIST')) as string, prefix);
+      const owners = new Map<number, string>();
+      for (let p = 0; p < partitions; p++) {
+        const set = clients.get(`alloc-p${String(p).padStart(2, '0')}`);
+        if (set?.size !== 1) {
+          last = `partition ${p} has ${set?.size ?? 0} workers`;
+          return undefined;
+        }
+        const [owner] = set;
+        if (!want.has(owner!)) return undefined;
+        owners.set(p, owner!);
+      }
+      const used = new Set(owners.values());
+      if (used.size !== Math.min(want.size, partitions)) {
+        last = `owners=${[...used].join(',')}`;
+        return undefined;
+      }
+      return owners;
+    });
+  } catch (error) {
+    throw new Error(`${(error as Error).message} (last state: ${last})`);
+  }
+}
+
+/** Resident set size now and its high-water mark, in MB, from /proc/<pid>/status. */
+export function readRss(pid: number): { rssMb: number; hwmMb: number } | undefined {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? Number.NaN);
+    return { rssMb: kb('VmRSS') / 1024, hwmMb: kb('VmHWM') / 1024 };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Samples VmRSS of the given processes every `everyMs`; stop() returns each one's peak. */
+export function sampleRss(services: readonly Service[], everyMs = 200) {
+  const peak = new Map<string, { pid: number; peakRssMb: number; hwmMb: number; samples: number }>();
+  const tick = () => {
+    for (const s of services) {
+      const r = readRss(s.pid);
+      if (!r) continue;
+      const cur = peak.get(s.name) ?? { pid: s.pid, peakRssMb: 0, hwmMb: 0, samples: 0 };
+      cur.peakRssMb = Math.max(cur.peakRssMb, r.rssMb);
+      cur.hwmMb = Math.max(cur.hwmMb, r.hwmMb);
+      cur.samples++;
+      peak.set(s.name, cur);
+    }
+  };
+  tick();
+  const timer = setInterval(tick, everyMs);
+  return {
+    stop() {
+      clearInterval(timer);
+      tick();
+      return Object.fromEntries(peak);
+    },
+  };
+}
+
+const CLK_TCK = 100;
+
+/** CPU seconds (user+system) of one process, from /proc/<pid>/stat. */
+function cpuSeconds(pid: number | string): { comm: string; cpu: number } | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const close = stat.lastIndexOf(')');
+    const comm = stat.slice(stat.indexOf('(') + 1, close);
+    const fields = stat.slice(close + 2).split(' ');
+    // fields[0] is state (field 3); utime is field 14, stime field 15.
+    return { comm, cpu: (Number(fields[11]) + Number(fields[12])) / CLK_TCK };
+  } catch {
+    return undefined;
+  }
+}
+
+export type CpuSnapshot = Map<string, { group: string; cpu: number }>;
+
+/**
+ * CPU seconds used so far per process, labelled: each named service process, this bench process,
+ * every `postgres` process (grouped) and every `redis-server` process (grouped). Take the second
+ * snapshot before closing any pool whose backends should be counted: processes that exit in
+ * between drop out of the delta.
+ */
+export function cpuSnapshot(services: readonly Service[]): CpuSnapshot {
+  const snap: CpuSnapshot = new Map();
+  const byPid = new Map(services.map((s) => [String(s.pid), s.name]));
+  byPid.set(String(process.pid), 'bench (load generator + limit driver)');
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const c = cpuSeconds(entry);
+    if (!c) continue;
+    const group =
+      byPid.get(entry) ??
+      (c.comm === 'postgres' ? 'postgres (all processes)' : c.comm === 'redis-server' ? 'redis-server' : undefined);
+    if (group) snap.set(entry, { group, cpu: c.cpu });
+  }
+  return snap;
+}
+
+/** CPU seconds per label between two snapshots. */
+export function cpuDelta(before: CpuSnapshot, after: CpuSnapshot): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [pid, { group, cpu }] of after) {
+    const d = cpu - (before.get(pid)?.cpu ?? 0);
+    if (d > 0) out[group] = (out[group] ?? 0) + d;
+  }
+  for (const k of Object.keys(out)) out[k] = Math.round(out[k]! * 100) / 100;
+  return out;
+}

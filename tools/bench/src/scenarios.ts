@@ -1,0 +1,529 @@
+import type { Redis } from 'ioredis';
+import type { Sql } from '@quest/db';
+import { type AuditResult, auditLedger, type CreditCheck, checkCredits, waitForDrain } from './audit.ts';
+import { type BatchHttpResult, runBatchesHttp } from './batch-http.ts';
+import { type DirectResult, directBatches, directCoalesced, directSingle } from './direct.ts';
+import { type LoadResult, runLoad } from './http-load.ts';
+import type { BenchInfra } from './infra.ts';
+import { cpuDelta, cpuSnapshot, type Service, sampleRss } from './procs.ts';
+import { type Owner, seedQuests } from './seed.ts';
+import { formatValue, type Row, rng } from './stats.ts';
+
+export const SCENARIOS = ['latency', 'throughput', 'hot', 'batch', 'scale', 'memory'] as const;
+export type ScenarioName = (typeof SCENARIOS)[number];
+
+export interface BenchConfig {
+  quick: boolean;
+  workers: number;
+  partitions: number;
+  connections: number;
+  latencyRequests: number;
+  throughputS: number;
+  hotS: number;
+  /** Duration of the single-item limit runs (throughput, hot). */
+  limitS: number;
+  /** Duration of the coalesced-lists limit runs. */
+  coalescedS: number;
+  throughputQuests: number;
+  accountPool: number;
+  batchItems: number;
+  batchSize: number;
+  batchConcurrency: number;
+  chunkSize: number;
+  scaleWorkers: number[];
+  warmupS: number;
+}
+
+export function benchConfig(quick: boolean, overrides: Partial<BenchConfig> = {}): BenchConfig {
+  const base: BenchConfig = quick
+    ? {
+        quick,
+        workers: 2,
+        partitions: 16,
+        connections: 64,
+        latencyRequests: 500,
+        throughputS: 5,
+        hotS: 5,
+        limitS: 5,
+        coalescedS: 3,
+        throughputQuests: 1000,
+        accountPool: 10_000,
+        batchItems: 20_000,
+        batchSize: 5_000,
+        batchConcurrency: 4,
+        chunkSize: 2000,
+        scaleWorkers: [1, 2],
+        warmupS: 1,
+      }
+    : {
+        quick,
+        workers: 2,
+        partitions: 16,
+        connections: 64,
+        latencyRequests: 2000,
+        throughputS: 20,
+        hotS: 20,
+        limitS: 20,
+        coalescedS: 10,
+        throughputQuests: 1000,
+        accountPool: 10_000,
+        batchItems: 100_000,
+        batchSize: 10_000,
+        batchConcurrency: 4,
+        chunkSize: 2000,
+        scaleWorkers: [1, 2, 4],
+        warmupS: 3,
+      };
+  return { ...base, ...overrides };
+}
+
+export interface Ctx {
+  cfg: BenchConfig;
+  infra: BenchInfra;
+  owner: Owner;
+  /** Checksummed addresses of the seeded accounts (≥ max(accountPool, batchItems)). */
+  accounts: string[];
+  api: Service & { baseUrl: string };
+  workers(): Service[];
+  restartWorkers(n: number): Promise<void>;
+  /** A 64-connection pool for the limit runs (opened on first use, closed by the caller). */
+  limitSql(): Sql;
+  log(msg: string): void;
+  /** Measurements shared between scenarios (e.g. the throughput limit reused by scale). */
+  shared: { throughputLimit?: DirectResult };
+}
+
+export interface ScenarioOutput {
+  name: ScenarioName;
+  ok: boolean;
+  rows: Row[];
+  raw: Record<string, unknown>;
+  notes: string[];
+}
+
+interface Verdict {
+  ok: boolean;
+  reasons: string[];
+  credits: CreditCheck;
+}
+
+function sumValues(o: Record<string, number>): number {
+  return Object.values(o).reduce((a, b) => a + b, 0);
+}
+
+async function verifyLoad(ctx: Ctx, questIds: number[], load: LoadResult): Promise<Verdict> {
+  const reasons: string[] = [];
+  if (load.accepted202 > 0) {
+    const drained = await waitForDrain(ctx.infra.redis, ctx.infra.prefix, ctx.cfg.partitions, 60_000);
+    if (!drained) reasons.push('queues did not drain within 60 s');
+  }
+  const inFlightAtStop = Math.max(0, load.sent - load.received);
+  const credits = await checkCredits(ctx.infra.sql, questIds, load.payoutIds, inFlightAtStop + load.accepted202);
+  const non2xx = sumValues(load.otherStatus);
+  if (non2xx) reasons.push(`${non2xx} non-2xx (${JSON.stringify(load.otherStatus)})`);
+  if (load.errors || load.timeouts) reasons.push(`${load.errors} connection errors, ${load.timeouts} timeouts`);
+  if (credits.lost) reasons.push(`${credits.lost} acknowledged payouts missing`);
+  if (credits.repeatedIds) reasons.push(`${credits.repeatedIds} payout ids handed out twice`);
+  if (credits.unacknowledged > credits.unacknowledgedAllowed)
+    reasons.push(`${credits.unacknowledged} unacknowledged payouts (> ${credits.unacknowledgedAllowed} in flight)`);
+  if (credits.rejections) reasons.push(`${credits.rejections} rejections`);
+  if (load.sampleErrors.length) reasons.push(`e.g. ${load.sampleErrors[0]}`);
+  return { ok: reasons.length === 0, reasons, credits };
+}
+
+async function verifyDirect(ctx: Ctx, questIds: number[], d: DirectResult): Promise<Verdict> {
+  const reasons: string[] = [];
+  const credits = await checkCredits(ctx.infra.sql, questIds, d.payoutIds, 0);
+  if (d.errors) reasons.push(`limit: ${d.errors} errors (${d.sampleErrors[0] ?? ''})`);
+  if (d.notCompleted) reasons.push(`limit: ${d.notCompleted} items not completed`);
+  if (!credits.ok) reasons.push(`limit: credits mismatch ${JSON.stringify({ ...credits, ok: undefined })}`);
+  return { ok: reasons.length === 0, reasons, credits };
+}
+
+async function verifyBatch(ctx: Ctx, questId: number, b: BatchHttpResult): Promise<Verdict> {
+  const reasons: string[] = [];
+  const credits = await checkCredits(ctx.infra.sql, [questId], b.payoutIds, 0);
+  const non2xx = sumValues(b.otherStatus);
+  if (non2xx) reasons.push(`${non2xx} non-2xx (${b.sampleErrors[0] ?? ''})`);
+  if (b.failedBatches) reasons.push(`${b.failedBatches} batches not completed`);
+  if (b.failed) reasons.push(`${b.failed} items rejected`);
+  if (b.succeeded !== b.items) reasons.push(`${b.succeeded} of ${b.items} items credited`);
+  if (!credits.ok) reasons.push(`credits mismatch ${JSON.stringify({ ...credits, ok: undefined })}`);
+  return { ok: reasons.length === 0, reasons, credits };
+}
+
+async function finish(
+  ctx: Ctx,
+  name: ScenarioName,
+  verdicts: Verdict[],
+  rows: Omit<Row, 'status' | 'scenario'>[],
+  raw: Record<string, unknown>,
+  notes: string[] = [],
+): Promise<ScenarioOutput> {
+  const audit: AuditResult = await auditLedger(ctx.infra.sql);
+  const reasons = verdicts.flatMap((v) => v.reasons);
+  if (audit.invariantViolations) reasons.push(`${audit.invariantViolations} ledger invariant violations`);
+  if (audit.duplicateKeys) reasons.push(`${audit.duplicateKeys} doubled request keys`);
+  const ok = reasons.length === 0;
+  const status = ok ? 'PASS' : 'FAILED';
+  for (const r of reasons) notes.push(`FAILED: ${r}`);
+  return {
+    name,
+    ok,
+    rows: rows.map((r) => ({ ...r, scenario: name, status })),
+    raw: { ...raw, audit, credits: verdicts.map((v) => v.credits) },
+    notes,
+  };
+}
+
+/** Strip the id lists (kept only for the checks) from what goes into the JSON file. */
+function lean<T extends { payoutIds: string[] }>(r: T): Omit<T, 'payoutIds'> & { payoutIdCount: number } {
+  const { payoutIds, ...rest } = r;
+  return { ...rest, payoutIdCount: payoutIds.length };
+}
+
+// ───────────────────────────── 1. latency ─────────────────────────────
+
+export async function latencyScenario(ctx: Ctx): Promise<ScenarioOutput> {
+  const { cfg, infra, owner } = ctx;
+  const n = cfg.latencyRequests;
+  const [svcQuest] = await seedQuests(infra.sql, owner.ownerId, 1, 'latency');
+  const r = rng(1);
+  const pickAccount = () => ctx.accounts[Math.floor(r() * cfg.accountPool)]!;
+  ctx.log(`latency: ${n} sequential POSTs, 1 connection`);
+  const load = await runLoad({
+    baseUrl: ctx.api.baseUrl,
+    apiKey: owner.apiKey,
+    connections: 1,
+    amount: n,
+    pick: () => ({ questId: svcQuest!, address: pickAccount() }),
+  });
+  const v1 = await verifyLoad(ctx, [svcQuest!], load);
+
+  const [limQuest] = await seedQuests(infra.sql, owner.ownerId, 1, 'latency-limit');
+  ctx.log(`latency: limit, ${n} sequential ledger transactions`);
+  const direct = await directSingle(ctx.limitSql(), {
+    concurrency: 1,
+    amount: n,
+    pick: () => ({ questId: limQuest!, address: pickAccount() }),
+  });
+  const v2 = await verifyDirect(ctx, [limQuest!], direct);
+
+  return finish(
+    ctx,
+    'latency',
+    [v1, v2],
+    [
+      { metric: 'p50', unit: 'ms', service: load.latency.p50, limit: direct.latency.p50 },
+      { metric: 'p90', unit: 'ms', service: load.latency.p90, limit: direct.latency.p90 },
+      { metric: 'p99', unit: 'ms', service: load.latency.p99, limit: direct.latency.p99 },
+      { metric: 'allocations/s (1 client)', unit: '/s', service: load.rate, limit: direct.rate },
+    ],
+    { service: lean(load), limit: lean(direct) },
+    [
+      `latency: ${load.ok200} × 200, ${load.accepted202} × 202; max ${formatValue(load.latency.max, 'ms')} (limit max ${formatValue(direct.latency.max, 'ms')})`,
+    ],
+  );
+}
+
+// ───────────────────── 2. throughput (+ 6. memory) / 5. scale ─────────────────────
+
+export interface JobStats {
+  jobs: number;
+  items: number;
+  byWorker: Record<string, { jobs: number; items: number }>;
+}
+
+/** Allocation jobs finished between two instants, per worker (BullMQ's completed set is scored by finishedOn). */
+async function jobStats(redis: Redis, prefix: string, partitions: number, fromMs: number, toMs: number): Promise<JobStats> {
+  const out: JobStats = { jobs: 0, items: 0, byWorker: {} };
+  for (let p = 0; p < partitions; p++) {
+    const q = `${prefix}:alloc-p${String(p).padStart(2, '0')}`;
+    const ids = await redis.zrangebyscore(`${q}:completed`, fromMs, toMs);
+    for (let i = 0; i < ids.length; i += 2000) {
+      const pipe = redis.pipeline();
+      for (const id of ids.slice(i, i + 2000)) pipe.hmget(`${q}:${id}`, 'name', 'processedBy', 'data');
+      for (const [, v] of (await pipe.exec()) ?? []) {
+        const [name, by, data] = (v ?? []) as (string | null)[];
+        if (name !== 'allocate' || !data) continue;
+        const items = (JSON.parse(data) as { items: unknown[] }).items.length;
+        const w = (out.byWorker[by ?? '?'] ??= { jobs: 0, items: 0 });
+        w.jobs++;
+        w.items += items;
+        out.jobs++;
+        out.items += items;
+      }
+    }
+  }
+  return out;
+}
+
+function shareText(stats: JobStats): string {
+  const names = Object.keys(stats.byWorker).sort();
+  if (!stats.items) return '—';
+  return names
+    .map((n) => `${n.replace(/^bench-/, '')} ${Math.round((100 * stats.byWorker[n]!.items) / stats.items)}%`)
+    .join(' / ');
+}
+
+interface ServiceRun {
+  load: LoadResult;
+  verdict: Verdict;
+  quests: number[];
+  cpu: Record<string, number>;
+  jobs: JobStats;
+  rss?: Record<string, { pid: number; peakRssMb: number; hwmMb: number; samples: number }>;
+}
+
+async function throughputServiceRun(
+  ctx: Ctx,
+  label: string,
+  opts: { durationS: number; hot: boolean; sampleMemory: boolean; seed: number },
+) {
+  const { cfg, infra, owner } = ctx;
+  const quests = await seedQuests(infra.sql, owner.ownerId, opts.hot ? 1 : cfg.throughputQuests, label);
+  const r = rng(opts.seed);
+  const pick = () => ({
+    questId: quests[Math.floor(r() * quests.length)]!,
+    address: ctx.accounts[Math.floor(r() * cfg.accountPool)]!,
+  });
+  const services = [ctx.api, ...ctx.workers()];
+  const sampler = opts.sampleMemory ? sampleRss(services) : undefined;
+  const before = cpuSnapshot(services);
+  const fromMs = Date.now();
+  const load = await runLoad({
+    baseUrl: ctx.api.baseUrl,
+    apiKey: owner.apiKey,
+    connections: cfg.connections,
+    durationS: opts.durationS,
+    pick,
+  });
+  const toMs = Date.now();
+  const cpu = cpuDelta(before, cpuSnapshot(services));
+  const rss = sampler?.stop();
+  const verdict = await verifyLoad(ctx, quests, load);
+  const jobs = await jobStats(infra.redis, infra.prefix, cfg.partitions, fromMs, toMs + 1000);
+  return { load, verdict, quests, cpu, jobs, rss } satisfies ServiceRun;
+}
+
+function cpuNote(label: string, elapsedS: number, cpu: Record<string, number>): string {
+  const parts = Object.entries(cpu)
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, v]) => `${k} ${v.toFixed(1)} s (${Math.round((100 * v) / elapsedS)}%)`);
+  return `${label}: CPU over ${elapsedS.toFixed(1)} s wall: ${parts.join(', ')}`;
+}
+
+async function singleLimit(ctx: Ctx, label: string, hot: boolean, durationS: number, seed: number) {
+  const quests = await seedQuests(ctx.infra.sql, ctx.owner.ownerId, hot ? 1 : ctx.cfg.throughputQuests, label);
+  const r = rng(seed);
+  const pick = () => ({
+    questId: quests[Math.floor(r() * quests.length)]!,
+    address: ctx.accounts[Math.floor(r() * ctx.cfg.accountPool)]!,
+  });
+  const before = cpuSnapshot(ctx.workers());
+  const direct = await directSingle(ctx.limitSql(), { concurrency: ctx.cfg.connections, durationS, pick });
+  const cpu = cpuDelta(before, cpuSnapshot(ctx.workers()));
+  return { direct, verdict: await verifyDirect(ctx, quests, direct), cpu };
+}
+
+async function coalescedLimit(ctx: Ctx, label: string, hot: boolean, durationS: number, seed: number) {
+  const quests = await seedQuests(ctx.infra.sql, ctx.owner.ownerId, hot ? 1 : ctx.cfg.throughputQuests, label);
+  const r = rng(seed);
+  const pick = () => ({
+    questId: quests[Math.floor(r() * quests.length)]!,
+    address: ctx.accounts[Math.floor(r() * ctx.cfg.accountPool)]!,
+  });
+  const direct = await directCoalesced(ctx.limitSql(), {
+    clients: ctx.cfg.connections,
+    partitions: ctx.cfg.partitions,
+    maxItems: 500,
+    durationS,
+    pick,
+  });
+  return { direct, verdict: await verifyDirect(ctx, quests, direct) };
+}
+
+export async function throughputScenario(
+  ctx: Ctx,
+  which: 'throughput' | 'hot',
+  opts: { withLimit: boolean; sampleMemory: boolean },
+) {
+  const { cfg } = ctx;
+  const hot = which === 'hot';
+  const durationS = hot ? cfg.hotS : cfg.throughputS;
+  ctx.log(
+    `${which}: ${cfg.connections} connections, ${hot ? '1 quest' : `${cfg.throughputQuests} quests`}, ${durationS} s, ${ctx.workers().length} workers`,
+  );
+  const svc = await throughputServiceRun(ctx, which, { durationS, hot, sampleMemory: opts.sampleMemory, seed: hot ? 3 : 2 });
+  const notes = [
+    `${which}: ${svc.load.ok200} × 200, ${svc.load.accepted202} × 202, non-2xx ${JSON.stringify(svc.load.otherStatus)}, ` +
+      `in flight at stop ${svc.load.sent - svc.load.received}; ${svc.jobs.jobs} jobs, ${(svc.jobs.items / Math.max(1, svc.jobs.jobs)).toFixed(1)} items/job; share ${shareText(svc.jobs)}`,
+    cpuNote(`${which} (service)`, svc.load.elapsedS, svc.cpu),
+  ];
+  const verdicts = [svc.verdict];
+  let single: Awaited<ReturnType<typeof singleLimit>> | undefined;
+  let coalesced: Awaited<ReturnType<typeof coalescedLimit>> | undefined;
+  if (opts.withLimit) {
+    ctx.log(`${which}: limit, ${cfg.connections} concurrent single-item ledger transactions, ${cfg.limitS} s`);
+    single = await singleLimit(ctx, `${which}-limit`, hot, cfg.limitS, hot ? 13 : 12);
+    verdicts.push(single.verdict);
+    if (!hot) ctx.shared.throughputLimit = single.direct;
+    ctx.log(`${which}: limit, coalesced lists (${cfg.partitions} partitions, ${cfg.connections} clients), ${cfg.coalescedS} s`);
+    coalesced = await coalescedLimit(ctx, `${which}-limit-coalesced`, hot, cfg.coalescedS, hot ? 23 : 22);
+    verdicts.push(coalesced.verdict);
+    notes.push(
+      `${which} limit: single-item ${single.direct.transactions} tx; coalesced ${coalesced.direct.transactions} tx, ` +
+        `${coalesced.direct.itemsPerTransaction?.toFixed(1)} items/tx, per-item wait p50 ${formatValue(coalesced.direct.latency.p50, 'ms')} p99 ${formatValue(coalesced.direct.latency.p99, 'ms')}`,
+    );
+  }
+  const non2xx = sumValues(svc.load.otherStatus);
+  const rows: Omit<Row, 'status' | 'scenario'>[] = [
+    { metric: 'allocations/s (limit: single-item tx)', unit: '/s', service: svc.load.rate, limit: single?.direct.rate ?? null },
+    {
+      metric: 'allocations/s (limit: coalesced lists)',
+      unit: '/s',
+      service: svc.load.rate,
+      limit: coalesced?.direct.rate ?? null,
+    },
+    { metric: 'p50', unit: 'ms', service: svc.load.latency.p50, limit: single?.direct.latency.p50 ?? null },
+    { metric: 'p99', unit: 'ms', service: svc.load.latency.p99, limit: single?.direct.latency.p99 ?? null },
+    { metric: 'non-2xx / 202', unit: 'text', service: `${non2xx} / ${svc.load.accepted202}`, limit: undefined },
+  ];
+  if (hot) rows.splice(2, 1); // hot: allocations/s and p99 (p50 kept in JSON)
+  const raw: Record<string, unknown> = {
+    service: { ...lean(svc.load), cpu: svc.cpu, jobs: svc.jobs },
+    limitSingle: single && { ...lean(single.direct), cpu: single.cpu },
+    limitCoalesced: coalesced && lean(coalesced.direct),
+  };
+  const out = await finish(ctx, which, verdicts, rows, raw, notes);
+  return { out, svc };
+}
+
+export function memoryOutput(svc: ServiceRun): ScenarioOutput {
+  const rss = svc.rss ?? {};
+  const names = Object.keys(rss).sort((a, b) => (a === 'api' ? -1 : b === 'api' ? 1 : a.localeCompare(b)));
+  const ok = svc.verdict.ok;
+  return {
+    name: 'memory',
+    ok,
+    rows: names.map((n) => ({
+      scenario: 'memory',
+      metric: `peak RSS ${n} (during throughput)`,
+      unit: 'MB' as const,
+      service: rss[n]!.peakRssMb,
+      status: ok ? 'PASS' : 'FAILED',
+    })),
+    raw: { rss },
+    notes: [
+      `memory: VmRSS sampled every 200 ms during the throughput run; VmHWM (peak since process start) ${names
+        .map((n) => `${n} ${rss[n]!.hwmMb.toFixed(0)} MB`)
+        .join(', ')}`,
+    ],
+  };
+}
+
+export async function scaleScenario(ctx: Ctx): Promise<ScenarioOutput> {
+  const { cfg } = ctx;
+  if (!ctx.shared.throughputLimit) {
+    ctx.log(`scale: measuring the single-item limit first (${cfg.limitS} s)`);
+    ctx.shared.throughputLimit = (await singleLimit(ctx, 'scale-limit', false, cfg.limitS, 32)).direct;
+  }
+  const limit = ctx.shared.throughputLimit;
+  const rows: Omit<Row, 'status' | 'scenario'>[] = [];
+  const verdicts: Verdict[] = [];
+  const raw: Record<string, unknown> = {};
+  const notes: string[] = [];
+  let base: number | undefined;
+  for (const n of cfg.scaleWorkers) {
+    await ctx.restartWorkers(n);
+    ctx.log(`scale: ${n} worker${n > 1 ? 's' : ''}: ${cfg.throughputS} s at ${cfg.connections} connections`);
+    const svc = await throughputServiceRun(ctx, `scale-${n}`, {
+      durationS: cfg.throughputS,
+      hot: false,
+      sampleMemory: true,
+      seed: 40 + n,
+    });
+    verdicts.push(svc.verdict);
+    base ??= svc.load.rate;
+    rows.push({ metric: `allocations/s, ${n} worker${n > 1 ? 's' : ''}`, unit: '/s', service: svc.load.rate, limit: limit.rate });
+    rows.push({
+      metric: `p99, ${n} worker${n > 1 ? 's' : ''}`,
+      unit: 'ms',
+      service: svc.load.latency.p99,
+      limit: limit.latency.p99,
+    });
+    rows.push({ metric: `speed-up vs 1 worker, ${n}w`, unit: 'x', service: svc.load.rate / base, limit: undefined, ratio: null });
+    rows.push({ metric: `work share, ${n}w (items by worker)`, unit: 'text', service: shareText(svc.jobs), limit: undefined });
+    notes.push(cpuNote(`scale ${n}w`, svc.load.elapsedS, svc.cpu));
+    notes.push(
+      `scale ${n}w: peak RSS ${Object.entries(svc.rss ?? {})
+        .map(([k, v]) => `${k} ${v.peakRssMb.toFixed(0)} MB`)
+        .join(', ')}; ${svc.jobs.jobs} jobs, ${(svc.jobs.items / Math.max(1, svc.jobs.jobs)).toFixed(1)} items/job`,
+    );
+    raw[`workers_${n}`] = { service: { ...lean(svc.load), cpu: svc.cpu, jobs: svc.jobs, rss: svc.rss } };
+  }
+  return finish(ctx, 'scale', verdicts, rows, raw, notes);
+}
+
+// ───────────────────────────── 4. batch ─────────────────────────────
+
+export async function batchScenario(ctx: Ctx): Promise<ScenarioOutput> {
+  const { cfg, infra, owner } = ctx;
+  const addresses = ctx.accounts.slice(0, cfg.batchItems);
+  const nBatches = Math.ceil(cfg.batchItems / cfg.batchSize);
+  const [qConc, qSeq, qLimit] = await seedQuests(infra.sql, owner.ownerId, 3, 'batch');
+  const verdicts: Verdict[] = [];
+
+  ctx.log(`batch: ${cfg.batchItems} credits as ${nBatches} × ${cfg.batchSize}, ${cfg.batchConcurrency} in flight`);
+  const conc = await runBatchesHttp({
+    baseUrl: ctx.api.baseUrl,
+    apiKey: owner.apiKey,
+    questId: qConc!,
+    addresses,
+    batchSize: cfg.batchSize,
+    concurrency: cfg.batchConcurrency,
+  });
+  verdicts.push(await verifyBatch(ctx, qConc!, conc));
+
+  ctx.log(`batch: the same, sequential`);
+  const seq = await runBatchesHttp({
+    baseUrl: ctx.api.baseUrl,
+    apiKey: owner.apiKey,
+    questId: qSeq!,
+    addresses,
+    batchSize: cfg.batchSize,
+    concurrency: 1,
+  });
+  verdicts.push(await verifyBatch(ctx, qSeq!, seq));
+
+  ctx.log(`batch: limit, processBatch-style chunks of ${cfg.chunkSize} through applyAllocations`);
+  const direct = await directBatches(ctx.limitSql(), {
+    questId: qLimit!,
+    ownerId: owner.ownerId,
+    addresses,
+    batchSize: cfg.batchSize,
+    chunkSize: cfg.chunkSize,
+  });
+  verdicts.push(await verifyDirect(ctx, [qLimit!], direct));
+
+  const p = (xs: number[]) => `${Math.round(Math.min(...xs))}–${Math.round(Math.max(...xs))} ms`;
+  return finish(
+    ctx,
+    'batch',
+    verdicts,
+    [
+      { metric: `credits/s, ${cfg.batchConcurrency} batches in flight`, unit: '/s', service: conc.rate, limit: direct.rate },
+      { metric: 'credits/s, sequential', unit: '/s', service: seq.rate, limit: direct.rate },
+      {
+        metric: 'end-to-end time, in flight / sequential',
+        unit: 'text',
+        service: `${conc.elapsedS.toFixed(2)} s / ${seq.elapsedS.toFixed(2)} s`,
+        limit: undefined,
+      },
+    ],
+    { concurrent: lean(conc), sequential: lean(seq), limit: lean(direct) },
+    [
+      `batch: in flight ${conc.answered200} × 200 + ${conc.answered202} × 202, per batch ${p(conc.batchMs)}; sequential ${seq.answered200} × 200 + ${seq.answered202} × 202, per batch ${p(seq.batchMs)}; limit ${direct.transactions} chunk tx, chunk p50 ${formatValue(direct.latency.p50, 'ms')}`,
+    ],
+  );
+}
