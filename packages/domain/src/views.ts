@@ -15,7 +15,8 @@ export const INT32_MAX = 2_147_483_647;
 const timestamp = (description: string) => z.iso.datetime().meta({ description, example: '2025-03-01T12:00:00.000Z' });
 const timestampMs = (description: string) =>
   z.iso.datetime({ precision: 3 }).meta({ description, example: '2025-03-01T12:00:00.123Z' });
-const int = (description: string) => z.number().int().meta({ description });
+const id = (description: string) => z.number().int().positive().max(INT32_MAX).meta({ description });
+const points = (description: string) => z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER).meta({ description });
 
 /**
  * A positive 32-bit id in a path. Digits only: no sign, exponent, fraction, leading zero or
@@ -68,11 +69,11 @@ export const payoutSchema = payoutViewSchema.meta({ id: 'Payout', description: '
 
 export const questDetailViewSchema = z
   .object({
-    id: int('Quest id.'),
+    id: id('Quest id.'),
     name: z.string(),
     description: z.string(),
-    total_points: int('Total points budget.'),
-    points_remaining: int('Budget still unallocated.'),
+    total_points: points('Total points budget.'),
+    points_remaining: points('Budget still unallocated.'),
     start: timestamp('Start of the active window (inclusive), UTC.'),
     end: timestamp('End of the active window (exclusive), UTC.'),
     is_active: z
@@ -83,16 +84,16 @@ export const questDetailViewSchema = z
   .meta({ id: 'QuestDetail', description: 'A quest as its owner sees it.' });
 
 export const campaignSummarySchema = z
-  .object({ id: int('Campaign id.'), name: z.string(), description: z.string() })
+  .object({ id: id('Campaign id.'), name: z.string(), description: z.string() })
   .meta({ id: 'CampaignSummary' });
 
 export const publicQuestViewSchema = z
   .object({
-    id: int('Quest id.'),
+    id: id('Quest id.'),
     name: z.string(),
     description: z.string(),
-    total_points: int('Total points budget.'),
-    expected_points_per_completion: int('Points a completion is expected to earn.'),
+    total_points: points('Total points budget.'),
+    expected_points_per_completion: points('Points a completion is expected to earn.'),
     start: timestamp('Start of the active window (inclusive), UTC.'),
     end: timestamp('End of the active window (exclusive), UTC.'),
     campaign: campaignSummarySchema.nullable().meta({ description: 'The campaign the quest belongs to; null when none.' }),
@@ -105,7 +106,7 @@ export const publicQuestListSchema = z
 
 export const campaignQuestViewSchema = z
   .object({
-    id: int('Quest id.'),
+    id: id('Quest id.'),
     name: z.string(),
     created_at: timestamp('Creation time, UTC.'),
     updated_at: timestamp('Last update time, UTC.'),
@@ -113,16 +114,16 @@ export const campaignQuestViewSchema = z
     start: timestamp('Start of the active window (inclusive), UTC.'),
     end: timestamp('End of the active window (exclusive), UTC.'),
     is_public: z.boolean(),
-    total_points: int('Total points budget.'),
-    expected_points_per_completion: int('Points a completion is expected to earn.'),
+    total_points: points('Total points budget.'),
+    expected_points_per_completion: points('Points a completion is expected to earn.'),
     owner_id: z.string().meta({ description: 'Owner identifier (`own_…`).' }),
-    campaign_id: int('Id of the campaign.'),
+    campaign_id: id('Id of the campaign.'),
   })
   .meta({ id: 'CampaignQuest', description: 'A quest embedded in its campaign.' });
 
 export const campaignViewSchema = z
   .object({
-    id: int('Campaign id.'),
+    id: id('Campaign id.'),
     created_at: timestampMs('Creation time, UTC, with milliseconds.'),
     updated_at: timestampMs('Last update time, UTC, with milliseconds.'),
     name: z.string(),
@@ -143,7 +144,7 @@ export const campaignViewSchema = z
 /** The body of every non-2xx response. */
 export const errorResponseSchema = z
   .object({
-    statusCode: z.number().int().meta({ description: 'The HTTP status code, repeated.' }),
+    statusCode: z.number().int().min(400).max(599).meta({ description: 'The HTTP status code, repeated.' }),
     error: z.string().meta({ description: 'The HTTP reason phrase.', example: 'Bad Request' }),
     code: z.enum(ERROR_CODES).meta({ description: 'Stable machine-readable error code.' }),
     message: z.string().meta({ description: 'Human-readable explanation. 5xx messages never carry internals.' }),
