@@ -136,6 +136,10 @@ export class OpenApiContract {
     return new OpenApiContract(res.json() as OpenApiDoc);
   }
 
+  static fromDocument(doc: unknown): OpenApiContract {
+    return new OpenApiContract(doc as OpenApiDoc);
+  }
+
   /** The documented path template a concrete path falls under, if any. */
   templateFor(path: string): string | undefined {
     const templates = Object.keys(this.doc.paths);
@@ -153,7 +157,7 @@ export class OpenApiContract {
     return validate;
   }
 
-  check(method: string, url: string, res: LightMyRequestResponse): void {
+  check(method: string, url: string, res: Pick<LightMyRequestResponse, 'statusCode' | 'headers' | 'body' | 'json'>): void {
     const where = `${method} ${url} → ${res.statusCode}`;
     const requestId = res.headers['x-request-id'];
     if (typeof requestId !== 'string' || requestId.length === 0) throw new Error(`${where}: no x-request-id header`);

@@ -1,0 +1,50 @@
+import { ConfigError } from '@quest/config';
+import { describe, expect, it } from 'vitest';
+import { loadApiConfig } from './env.ts';
+
+describe('loadApiConfig', () => {
+  it('applies the documented defaults', () => {
+    expect(loadApiConfig({})).toEqual({
+      DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/quest_rewards',
+      DATABASE_POOL_MAX: 10,
+      LOG_LEVEL: 'info',
+      REDIS_URL: 'redis://127.0.0.1:6379',
+      QUEUE_PREFIX: 'quest',
+      QUEUE_PARTITIONS: 16,
+      HOST: '127.0.0.1',
+      PORT: 3000,
+      BODY_LIMIT_BYTES: 1_048_576,
+      ALLOCATION_WAIT_MS: 5000,
+      BATCH_WAIT_MS: 5000,
+      JOB_RETENTION_SECONDS: 60,
+      BATCH_MAX_ITEMS: 10_000,
+      BATCH_BODY_LIMIT_BYTES: 4_194_304,
+      FLAGS_REFRESH_MS: 1000,
+      TRUST_PROXY: false,
+    });
+  });
+
+  it('parses values from strings', () => {
+    const config = loadApiConfig({
+      PORT: '8080',
+      TRUST_PROXY: 'yes',
+      LOG_LEVEL: 'debug',
+      FLAGS_REFRESH_MS: '250',
+      HOST: '0.0.0.0',
+    });
+    expect(config).toMatchObject({ PORT: 8080, TRUST_PROXY: true, LOG_LEVEL: 'debug', FLAGS_REFRESH_MS: 250, HOST: '0.0.0.0' });
+  });
+
+  it('lists every bad variable in one readable error', () => {
+    let error: unknown;
+    try {
+      loadApiConfig({ PORT: 'abc', DATABASE_URL: 'mysql://x', FLAGS_REFRESH_MS: '5000', TRUST_PROXY: 'maybe' });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const message = (error as Error).message;
+    for (const name of ['PORT', 'DATABASE_URL', 'FLAGS_REFRESH_MS', 'TRUST_PROXY']) expect(message).toContain(name);
+    expect(message).toContain('"abc"');
+  });
+});
