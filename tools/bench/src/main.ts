@@ -187,11 +187,30 @@ async function main() {
       await startWorkers(n);
       await warm();
     },
-    limitSql() {
-      limitPool ??= createSql(infra!.databaseUrl, { max: cfg.connections, applicationName: 'quest-bench-limit' });
-      return limitPool;
+    async openLimitPool(max) {
+      await limitPool?.end({ timeout: 2 });
+      const pool = createSql(infra!.databaseUrl, { max, idleTimeout: 0, applicationName: 'quest-bench-limit' });
+      limitPool = pool;
+      const deadline = Date.now() + 60_000;
+      for (;;) {
+        try {
+          await Promise.all(Array.from({ length: max }, () => pool`select pg_sleep(0.02)`));
+          return pool;
+        } catch (error) {
+          // 53300: too many connections — the server is shared; wait for others to let go.
+          if ((error as { code?: string }).code !== '53300' || Date.now() > deadline) throw error;
+          log(`limit pool: server has no free connections for ${max}, waiting`);
+          await new Promise((r) => setTimeout(r, 1000));
+        }
+      }
+    },
+    async closeLimitPool() {
+      await limitPool?.end({ timeout: 5 });
+      limitPool = undefined;
     },
     log,
+    disturbances: [],
+    quietBudget: { remainingS: cfg.quick ? 25 : 420 },
     shared: {},
   };
 
@@ -295,6 +314,7 @@ async function main() {
     rows,
     results: Object.fromEntries(outputs.map((o) => [o.name, { ok: o.ok, notes: o.notes, ...o.raw }])),
     processWarnings: problems,
+    disturbances: ctx.disturbances,
     profileDir,
   };
   writeFileSync(file, `${JSON.stringify(json, null, 2)}\n`);

@@ -269,11 +269,22 @@ function cpuSeconds(pid: number | string): { comm: string; cpu: number } | undef
 
 export type CpuSnapshot = Map<string, { group: string; cpu: number }>;
 
+/** Busy and total CPU seconds of the whole machine (all CPUs), from /proc/stat. */
+export function machineCpu(): { busy: number; total: number } {
+  const line = readFileSync('/proc/stat', 'utf8').split('\n')[0]!;
+  const [user, nice, system, idle, iowait, irq, softirq, steal] = line.trim().split(/\s+/).slice(1).map(Number) as number[];
+  const busy = user! + nice! + system! + irq! + softirq! + steal!;
+  return { busy: busy / CLK_TCK, total: (busy + idle! + iowait!) / CLK_TCK };
+}
+
+const OTHER = 'other processes (not this bench)';
+
 /**
  * CPU seconds used so far per process, labelled: each named service process, this bench process,
- * every `postgres` process (grouped) and every `redis-server` process (grouped). Take the second
- * snapshot before closing any pool whose backends should be counted: processes that exit in
- * between drop out of the delta.
+ * every `postgres` process (grouped) and every `redis-server` process (grouped), plus the whole
+ * machine's busy time so that what other processes used shows up as its own label. Take the
+ * second snapshot before closing any pool whose backends should be counted: processes that exit
+ * in between drop out of the delta.
  */
 export function cpuSnapshot(services: readonly Service[]): CpuSnapshot {
   const snap: CpuSnapshot = new Map();
@@ -288,16 +299,45 @@ export function cpuSnapshot(services: readonly Service[]): CpuSnapshot {
       (c.comm === 'postgres' ? 'postgres (all processes)' : c.comm === 'redis-server' ? 'redis-server' : undefined);
     if (group) snap.set(entry, { group, cpu: c.cpu });
   }
+  snap.set('machine', { group: OTHER, cpu: machineCpu().busy });
   return snap;
 }
 
-/** CPU seconds per label between two snapshots. */
+/** CPU seconds per label between two snapshots; `other processes` = machine busy time − the labelled ones. */
 export function cpuDelta(before: CpuSnapshot, after: CpuSnapshot): Record<string, number> {
   const out: Record<string, number> = {};
+  let known = 0;
   for (const [pid, { group, cpu }] of after) {
+    if (pid === 'machine') continue;
     const d = cpu - (before.get(pid)?.cpu ?? 0);
-    if (d > 0) out[group] = (out[group] ?? 0) + d;
+    if (d > 0) {
+      out[group] = (out[group] ?? 0) + d;
+      known += d;
+    }
   }
+  const machine = (after.get('machine')?.cpu ?? 0) - (before.get('machine')?.cpu ?? 0);
+  out[OTHER] = Math.max(0, machine - known);
   for (const k of Object.keys(out)) out[k] = Math.round(out[k]! * 100) / 100;
   return out;
+}
+
+export function otherCpu(delta: Record<string, number>): number {
+  return delta[OTHER] ?? 0;
+}
+
+/**
+ * Wait (up to maxWaitS) until the machine is quiet: busy below `threshold` of its CPUs over one
+ * second. Other people's builds and tests on a shared 2-core box would otherwise be measured as
+ * part of the service. Returns the last busy fraction seen and how long it waited.
+ */
+export async function waitForQuiet(maxWaitS: number, threshold = 0.2): Promise<{ busy: number; waitedS: number }> {
+  const start = Date.now();
+  for (;;) {
+    const a = machineCpu();
+    await new Promise((r) => setTimeout(r, 1000));
+    const b = machineCpu();
+    const busy = (b.busy - a.busy) / Math.max(0.001, b.total - a.total);
+    const waitedS = (Date.now() - start) / 1000;
+    if (busy < threshold || waitedS >= maxWaitS) return { busy, waitedS };
+  }
 }

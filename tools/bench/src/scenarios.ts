@@ -5,7 +5,8 @@ import { type BatchHttpResult, runBatchesHttp } from './batch-http.ts';
 import { type DirectResult, directBatches, directCoalesced, directSingle } from './direct.ts';
 import { type LoadResult, runLoad } from './http-load.ts';
 import type { BenchInfra } from './infra.ts';
-import { cpuDelta, cpuSnapshot, type Service, sampleRss } from './procs.ts';
+import { cpuDelta, cpuSnapshot, otherCpu, type Service, sampleRss, waitForQuiet } from './procs.ts';
+import os from 'node:os';
 import { type Owner, seedQuests } from './seed.ts';
 import { formatValue, type Row, rng } from './stats.ts';
 
@@ -86,9 +87,19 @@ export interface Ctx {
   api: Service & { baseUrl: string };
   workers(): Service[];
   restartWorkers(n: number): Promise<void>;
-  /** A 64-connection pool for the limit runs (opened on first use, closed by the caller). */
-  limitSql(): Sql;
+  /**
+   * A fresh pool of exactly `max` connections for a limit run, all opened before it returns (so
+   * connection set-up is not measured, and a server shared with other users' tests cannot refuse
+   * connections mid-run); closed again by closeLimitPool(). Opened and closed per run so the
+   * bench does not sit on PostgreSQL connections the service needs.
+   */
+  openLimitPool(max: number): Promise<Sql>;
+  closeLimitPool(): Promise<void>;
   log(msg: string): void;
+  /** Machine-disturbance notes collected by measured(). */
+  disturbances: string[];
+  /** Seconds left for waiting on a quiet machine over the whole run (keeps --quick under 2 minutes). */
+  quietBudget: { remainingS: number };
   /** Measurements shared between scenarios (e.g. the throughput limit reused by scale). */
   shared: { throughputLimit?: DirectResult };
 }
@@ -105,6 +116,46 @@ interface Verdict {
   ok: boolean;
   reasons: string[];
   credits: CreditCheck;
+}
+
+/**
+ * Run one measurement: first wait for the machine to be quiet (other people's builds on a shared
+ * box), then account the CPU every process used during it, and note when other processes took
+ * a noticeable share (the numbers are then disturbed, not representative).
+ */
+async function measured<T>(
+  ctx: Ctx,
+  label: string,
+  fn: () => Promise<T>,
+): Promise<{ result: T; cpu: Record<string, number>; wallS: number }> {
+  const q = await waitForQuiet(Math.min(ctx.cfg.quick ? 10 : 90, ctx.quietBudget.remainingS));
+  ctx.quietBudget.remainingS = Math.max(0, ctx.quietBudget.remainingS - q.waitedS);
+  if (q.waitedS > 1.5)
+    ctx.log(`${label}: waited ${q.waitedS.toFixed(0)} s for the machine to quieten (busy ${Math.round(q.busy * 100)}%)`);
+  if (q.busy >= 0.2) ctx.disturbances.push(`${label}: machine ${Math.round(q.busy * 100)}% busy with other work before the run`);
+  const services = [ctx.api, ...ctx.workers()];
+  const before = cpuSnapshot(services);
+  const t0 = Date.now();
+  const result = await fn();
+  const wallS = (Date.now() - t0) / 1000;
+  const cpu = cpuDelta(before, cpuSnapshot(services));
+  const other = otherCpu(cpu);
+  const share = other / (wallS * os.availableParallelism());
+  if (share > 0.1) {
+    const msg = `${label}: other processes used ${other.toFixed(1)} CPU-s (${Math.round(share * 100)}% of the machine) during the run — disturbed`;
+    ctx.disturbances.push(msg);
+    ctx.log(`WARNING ${msg}`);
+  }
+  return { result, cpu, wallS };
+}
+
+async function withLimitPool<T>(ctx: Ctx, max: number, fn: (sql: Sql) => Promise<T>): Promise<T> {
+  const sql = await ctx.openLimitPool(max);
+  try {
+    return await fn(sql);
+  } finally {
+    await ctx.closeLimitPool();
+  }
 }
 
 function sumValues(o: Record<string, number>): number {
@@ -191,22 +242,28 @@ export async function latencyScenario(ctx: Ctx): Promise<ScenarioOutput> {
   const r = rng(1);
   const pickAccount = () => ctx.accounts[Math.floor(r() * cfg.accountPool)]!;
   ctx.log(`latency: ${n} sequential POSTs, 1 connection`);
-  const load = await runLoad({
-    baseUrl: ctx.api.baseUrl,
-    apiKey: owner.apiKey,
-    connections: 1,
-    amount: n,
-    pick: () => ({ questId: svcQuest!, address: pickAccount() }),
-  });
+  const { result: load } = await measured(ctx, 'latency (service)', () =>
+    runLoad({
+      baseUrl: ctx.api.baseUrl,
+      apiKey: owner.apiKey,
+      connections: 1,
+      amount: n,
+      pick: () => ({ questId: svcQuest!, address: pickAccount() }),
+    }),
+  );
   const v1 = await verifyLoad(ctx, [svcQuest!], load);
 
   const [limQuest] = await seedQuests(infra.sql, owner.ownerId, 1, 'latency-limit');
   ctx.log(`latency: limit, ${n} sequential ledger transactions`);
-  const direct = await directSingle(ctx.limitSql(), {
-    concurrency: 1,
-    amount: n,
-    pick: () => ({ questId: limQuest!, address: pickAccount() }),
-  });
+  const { result: direct } = await withLimitPool(ctx, 1, (sql) =>
+    measured(ctx, 'latency (limit)', () =>
+      directSingle(sql, {
+        concurrency: 1,
+        amount: n,
+        pick: () => ({ questId: limQuest!, address: pickAccount() }),
+      }),
+    ),
+  );
   const v2 = await verifyDirect(ctx, [limQuest!], direct);
 
   return finish(
@@ -242,7 +299,7 @@ async function jobStats(redis: Redis, prefix: string, partitions: number, fromMs
     const ids = await redis.zrangebyscore(`${q}:completed`, fromMs, toMs);
     for (let i = 0; i < ids.length; i += 2000) {
       const pipe = redis.pipeline();
-      for (const id of ids.slice(i, i + 2000)) pipe.hmget(`${q}:${id}`, 'name', 'processedBy', 'data');
+      for (const id of ids.slice(i, i + 2000)) pipe.hmget(`${q}:${id}`, 'name', 'pb', 'data');
       for (const [, v] of (await pipe.exec()) ?? []) {
         const [name, by, data] = (v ?? []) as (string | null)[];
         if (name !== 'allocate' || !data) continue;
@@ -289,17 +346,18 @@ async function throughputServiceRun(
   });
   const services = [ctx.api, ...ctx.workers()];
   const sampler = opts.sampleMemory ? sampleRss(services) : undefined;
-  const before = cpuSnapshot(services);
-  const fromMs = Date.now();
-  const load = await runLoad({
-    baseUrl: ctx.api.baseUrl,
-    apiKey: owner.apiKey,
-    connections: cfg.connections,
-    durationS: opts.durationS,
-    pick,
+  let fromMs = Date.now();
+  const { result: load, cpu } = await measured(ctx, `${label} (service)`, () => {
+    fromMs = Date.now();
+    return runLoad({
+      baseUrl: ctx.api.baseUrl,
+      apiKey: owner.apiKey,
+      connections: cfg.connections,
+      durationS: opts.durationS,
+      pick,
+    });
   });
   const toMs = Date.now();
-  const cpu = cpuDelta(before, cpuSnapshot(services));
   const rss = sampler?.stop();
   const verdict = await verifyLoad(ctx, quests, load);
   const jobs = await jobStats(infra.redis, infra.prefix, cfg.partitions, fromMs, toMs + 1000);
@@ -320,9 +378,9 @@ async function singleLimit(ctx: Ctx, label: string, hot: boolean, durationS: num
     questId: quests[Math.floor(r() * quests.length)]!,
     address: ctx.accounts[Math.floor(r() * ctx.cfg.accountPool)]!,
   });
-  const before = cpuSnapshot(ctx.workers());
-  const direct = await directSingle(ctx.limitSql(), { concurrency: ctx.cfg.connections, durationS, pick });
-  const cpu = cpuDelta(before, cpuSnapshot(ctx.workers()));
+  const { result: direct, cpu } = await withLimitPool(ctx, ctx.cfg.connections, (sql) =>
+    measured(ctx, `${label} (single-item)`, () => directSingle(sql, { concurrency: ctx.cfg.connections, durationS, pick })),
+  );
   return { direct, verdict: await verifyDirect(ctx, quests, direct), cpu };
 }
 
@@ -333,14 +391,18 @@ async function coalescedLimit(ctx: Ctx, label: string, hot: boolean, durationS: 
     questId: quests[Math.floor(r() * quests.length)]!,
     address: ctx.accounts[Math.floor(r() * ctx.cfg.accountPool)]!,
   });
-  const direct = await directCoalesced(ctx.limitSql(), {
-    clients: ctx.cfg.connections,
-    partitions: ctx.cfg.partitions,
-    maxItems: 500,
-    durationS,
-    pick,
-  });
-  return { direct, verdict: await verifyDirect(ctx, quests, direct) };
+  const { result: direct, cpu } = await withLimitPool(ctx, ctx.cfg.partitions, (sql) =>
+    measured(ctx, `${label} (coalesced)`, () =>
+      directCoalesced(sql, {
+        clients: ctx.cfg.connections,
+        partitions: ctx.cfg.partitions,
+        maxItems: 500,
+        durationS,
+        pick,
+      }),
+    ),
+  );
+  return { direct, verdict: await verifyDirect(ctx, quests, direct), cpu };
 }
 
 export async function throughputScenario(
@@ -371,6 +433,8 @@ export async function throughputScenario(
     ctx.log(`${which}: limit, coalesced lists (${cfg.partitions} partitions, ${cfg.connections} clients), ${cfg.coalescedS} s`);
     coalesced = await coalescedLimit(ctx, `${which}-limit-coalesced`, hot, cfg.coalescedS, hot ? 23 : 22);
     verdicts.push(coalesced.verdict);
+    notes.push(cpuNote(`${which} limit (single-item)`, single.direct.elapsedS, single.cpu));
+    notes.push(cpuNote(`${which} limit (coalesced)`, coalesced.direct.elapsedS, coalesced.cpu));
     notes.push(
       `${which} limit: single-item ${single.direct.transactions} tx; coalesced ${coalesced.direct.transactions} tx, ` +
         `${coalesced.direct.itemsPerTransaction?.toFixed(1)} items/tx, per-item wait p50 ${formatValue(coalesced.direct.latency.p50, 'ms')} p99 ${formatValue(coalesced.direct.latency.p99, 'ms')}`,
@@ -475,35 +539,43 @@ export async function batchScenario(ctx: Ctx): Promise<ScenarioOutput> {
   const verdicts: Verdict[] = [];
 
   ctx.log(`batch: ${cfg.batchItems} credits as ${nBatches} × ${cfg.batchSize}, ${cfg.batchConcurrency} in flight`);
-  const conc = await runBatchesHttp({
-    baseUrl: ctx.api.baseUrl,
-    apiKey: owner.apiKey,
-    questId: qConc!,
-    addresses,
-    batchSize: cfg.batchSize,
-    concurrency: cfg.batchConcurrency,
-  });
+  const { result: conc, cpu: concCpu } = await measured(ctx, 'batch in flight (service)', () =>
+    runBatchesHttp({
+      baseUrl: ctx.api.baseUrl,
+      apiKey: owner.apiKey,
+      questId: qConc!,
+      addresses,
+      batchSize: cfg.batchSize,
+      concurrency: cfg.batchConcurrency,
+    }),
+  );
   verdicts.push(await verifyBatch(ctx, qConc!, conc));
 
   ctx.log(`batch: the same, sequential`);
-  const seq = await runBatchesHttp({
-    baseUrl: ctx.api.baseUrl,
-    apiKey: owner.apiKey,
-    questId: qSeq!,
-    addresses,
-    batchSize: cfg.batchSize,
-    concurrency: 1,
-  });
+  const { result: seq, cpu: seqCpu } = await measured(ctx, 'batch sequential (service)', () =>
+    runBatchesHttp({
+      baseUrl: ctx.api.baseUrl,
+      apiKey: owner.apiKey,
+      questId: qSeq!,
+      addresses,
+      batchSize: cfg.batchSize,
+      concurrency: 1,
+    }),
+  );
   verdicts.push(await verifyBatch(ctx, qSeq!, seq));
 
   ctx.log(`batch: limit, processBatch-style chunks of ${cfg.chunkSize} through applyAllocations`);
-  const direct = await directBatches(ctx.limitSql(), {
-    questId: qLimit!,
-    ownerId: owner.ownerId,
-    addresses,
-    batchSize: cfg.batchSize,
-    chunkSize: cfg.chunkSize,
-  });
+  const { result: direct, cpu: limitCpu } = await withLimitPool(ctx, 1, (sql) =>
+    measured(ctx, 'batch (limit)', () =>
+      directBatches(sql, {
+        questId: qLimit!,
+        ownerId: owner.ownerId,
+        addresses,
+        batchSize: cfg.batchSize,
+        chunkSize: cfg.chunkSize,
+      }),
+    ),
+  );
   verdicts.push(await verifyDirect(ctx, [qLimit!], direct));
 
   const p = (xs: number[]) => `${Math.round(Math.min(...xs))}–${Math.round(Math.max(...xs))} ms`;
@@ -521,9 +593,16 @@ export async function batchScenario(ctx: Ctx): Promise<ScenarioOutput> {
         limit: undefined,
       },
     ],
-    { concurrent: lean(conc), sequential: lean(seq), limit: lean(direct) },
+    {
+      concurrent: { ...lean(conc), cpu: concCpu },
+      sequential: { ...lean(seq), cpu: seqCpu },
+      limit: { ...lean(direct), cpu: limitCpu },
+    },
     [
       `batch: in flight ${conc.answered200} × 200 + ${conc.answered202} × 202, per batch ${p(conc.batchMs)}; sequential ${seq.answered200} × 200 + ${seq.answered202} × 202, per batch ${p(seq.batchMs)}; limit ${direct.transactions} chunk tx, chunk p50 ${formatValue(direct.latency.p50, 'ms')}`,
+      cpuNote('batch in flight (service)', conc.elapsedS, concCpu),
+      cpuNote('batch sequential (service)', seq.elapsedS, seqCpu),
+      cpuNote('batch (limit)', direct.elapsedS, limitCpu),
     ],
   );
 }
