@@ -35,13 +35,12 @@ const logs = new LogCapture();
 let down: TestApp;
 
 beforeAll(async () => {
-  [t, down] = await Promise.all([
-    startTestApp({ logs, env: { BODY_LIMIT_BYTES: '1024' }, extend: testRoutes }),
-    startTestApp({ sql: createSql(UNREACHABLE_DATABASE_URL, { connectTimeout: 2 }) }),
-  ]);
+  t = await startTestApp({ logs, env: { BODY_LIMIT_BYTES: '1024' }, extend: testRoutes });
+  down = await startTestApp({ db: t.db, sql: createSql(UNREACHABLE_DATABASE_URL, { connectTimeout: 2 }) });
 });
 afterAll(async () => {
-  await Promise.all([t.close(), down.close()]);
+  await down.close();
+  await t.close();
 });
 
 const post = (payload: string | Buffer, contentType = 'application/json') =>

@@ -1,4 +1,5 @@
 import { createSql } from '@quest/db';
+import { createTestDatabase, type TestDatabase } from '@quest/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readOnlyAllocator, startTestApp, type TestApp, UNREACHABLE_DATABASE_URL } from './helpers.ts';
 
@@ -6,6 +7,7 @@ const queueDown = readOnlyAllocator(async () => {
   throw new Error('connect ECONNREFUSED 127.0.0.1:6379');
 });
 
+let db: TestDatabase;
 let up: TestApp;
 let dbDown: TestApp;
 let redisDown: TestApp;
@@ -13,17 +15,20 @@ let bothDown: TestApp;
 let queueHangs: TestApp;
 
 beforeAll(async () => {
+  // Five apps on one database: only their dependencies differ.
+  db = await createTestDatabase({ max: 4 });
   const deadSql = () => createSql(UNREACHABLE_DATABASE_URL, { connectTimeout: 2 });
   [up, dbDown, redisDown, bothDown, queueHangs] = await Promise.all([
-    startTestApp(),
-    startTestApp({ sql: deadSql() }),
-    startTestApp({ allocator: queueDown }),
-    startTestApp({ sql: deadSql(), allocator: queueDown }),
-    startTestApp({ allocator: readOnlyAllocator(() => new Promise(() => {})) }),
+    startTestApp({ db }),
+    startTestApp({ db, sql: deadSql() }),
+    startTestApp({ db, allocator: queueDown }),
+    startTestApp({ db, sql: deadSql(), allocator: queueDown }),
+    startTestApp({ db, allocator: readOnlyAllocator(() => new Promise(() => {})) }),
   ]);
 });
 afterAll(async () => {
   await Promise.all([up, dbDown, redisDown, bothDown, queueHangs].map((t) => t.close()));
+  await db.drop();
 });
 
 describe('GET /healthz', () => {

@@ -40,6 +40,8 @@ export class LogCapture extends Writable {
 }
 
 export interface TestAppOptions {
+  /** Share a database (owned and dropped by the caller) instead of creating one. */
+  db?: TestDatabase;
   env?: Record<string, string>;
   /** Replace the app's pool (e.g. one pointing at a closed port); flags still load from the test database. */
   sql?: Sql;
@@ -62,7 +64,8 @@ export interface TestApp {
 }
 
 export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
-  const db = await createTestDatabase();
+  // A small pool: many test files, and other suites, share one PostgreSQL server's connection limit.
+  const db = opts.db ?? (await createTestDatabase({ max: 4 }));
   const config = loadApiConfig({
     DATABASE_URL: db.url,
     LOG_LEVEL: opts.logs ? 'info' : 'silent',
@@ -95,7 +98,8 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
     async close() {
       flags.stop();
       await app.close();
-      await db.drop();
+      if (opts.sql) await opts.sql.end({ timeout: 1 });
+      if (!opts.db) await db.drop();
     },
   };
 }
