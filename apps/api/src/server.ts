@@ -37,7 +37,12 @@ try {
       logger.error('shutdown timed out');
       process.exit(1);
     }, config.ALLOCATION_WAIT_MS + 10_000).unref();
+    // close() drops only the keep-alive sockets idle at that instant; sockets whose request is still
+    // being answered become idle later and would hold the process open until the client's keep-alive
+    // runs out. Sweep them as they go idle, so in-flight requests finish and nothing lingers.
+    const sweep = setInterval(() => app.server.closeIdleConnections(), 50);
     await app.close();
+    clearInterval(sweep);
     await allocator.close();
     flags.stop();
     await sql.end({ timeout: 5 });

@@ -1,3 +1,4 @@
+export * from './allocations.ts';
 export * from './admin.ts';
 export * from './client.ts';
 export * from './flags.ts';

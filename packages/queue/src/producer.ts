@@ -201,7 +201,11 @@ export async function createAllocator(opts: AllocatorOptions): Promise<Allocator
     },
 
     async close() {
-      await Promise.allSettled(parts.flatMap((s) => [s.events.close(), s.queue.close()]));
+      // Graceful first; a connection stuck reconnecting must not hold up shutdown, so cap the wait
+      // and then drop the sockets.
+      const graceful = Promise.allSettled(parts.flatMap((s) => [s.events.close(), s.queue.close()]));
+      await Promise.race([graceful, new Promise((r) => setTimeout(r, 2000).unref())]);
+      await Promise.allSettled(parts.map((s) => s.events.disconnect()));
       client.disconnect();
     },
   };

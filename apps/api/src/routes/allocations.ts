@@ -1,4 +1,288 @@
-import type { FastifyPluginAsync } from 'fastify';
+import { createHash } from 'node:crypto';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import {
+  DEFAULT_MESSAGE,
+  DomainError,
+  type ErrorCode,
+  idempotentRequestKey,
+  newId,
+  passAddressSchema,
+  payoutViewSchema,
+} from '@quest/domain';
+import {
+  type BatchRow,
+  createOrGetBatch,
+  getAllocationStatus,
+  getBatch,
+  getBatchResults,
+  recordPendingAllocation,
+} from '@quest/db';
+import type { AllocationRoutesOptions } from '../app.ts';
+import { authorizeQuestOwner } from '../auth.ts';
 
-/** POST /quests/:questId, the allocation status route and the batch routes (pipeline owner). */
-export const allocationRoutes: FastifyPluginAsync = async () => {};
+/**
+ * The write side of the API: POST /quests/:questId (one allocation), its status route, and the
+ * batch routes. Routes validate and authorize here; decisions are made by the worker pool at
+ * decision time (window, action type, budget, account) and come back through the queue.
+ */
+
+const questParams = z.object({
+  questId: z.coerce.number().int().min(1).max(2_147_483_647).meta({ description: 'Quest id.' }),
+});
+const idempotencyHeaders = z.object({
+  'idempotency-key': z.string().min(1).max(255).optional().meta({
+    description:
+      'Optional. The same owner + quest + key gets the original outcome, never a second credit. Kept as long as the outcome (at least 24 h; in practice forever).',
+  }),
+  'x-api-key': z.string().optional().meta({ description: 'API key of the quest owner (sk_…).' }),
+});
+const points = z
+  .number()
+  .int()
+  .min(1)
+  .max(Number.MAX_SAFE_INTEGER)
+  .meta({ description: 'Points to allocate: a positive integer.' });
+
+const allocateBody = z.strictObject({ points, address: passAddressSchema });
+const errorView = z.object({ code: z.string(), message: z.string() });
+const allocationView = z.object({
+  id: z.string().meta({ description: 'Allocation id: the request key (`alc_…`).' }),
+  status: z.enum(['pending', 'completed', 'rejected', 'failed']),
+  payout: payoutViewSchema.optional(),
+  error: errorView.optional(),
+});
+
+const batchItem = z.strictObject({ address: passAddressSchema, points });
+const batchBody = z.strictObject({
+  allocations: z
+    .array(batchItem)
+    .min(1)
+    .meta({ description: 'Allocations, decided in this order. At most BATCH_MAX_ITEMS (default 10,000).' }),
+});
+const batchResult = z.object({
+  index: z.number().int(),
+  status: z.enum(['completed', 'rejected']),
+  payout: payoutViewSchema.optional(),
+  address: z.string().optional(),
+  points: z.number().int().optional(),
+  error: errorView.optional(),
+});
+const batchView = z.object({
+  id: z.string(),
+  status: z.enum(['pending', 'processing', 'completed', 'failed']),
+  total: z.number().int(),
+  processed: z.number().int(),
+  succeeded: z.number().int(),
+  failed: z.number().int(),
+  created_at: z.string(),
+  completed_at: z.string().nullable(),
+  results: z.array(batchResult).optional(),
+});
+const pageQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(1000).default(100).meta({ description: 'Results per page (1..1000, default 100).' }),
+  offset: z.coerce.number().int().min(0).default(0).meta({ description: 'Results to skip (default 0).' }),
+});
+
+const rejection = (code: string) => ({ code, message: DEFAULT_MESSAGE[code as ErrorCode] ?? code });
+
+function batchDigest(items: readonly { address: string; points: number }[]): string {
+  const h = createHash('sha256');
+  for (const i of items) h.update(`${i.address}:${i.points};`);
+  return h.digest('hex');
+}
+
+function batchSummary(row: BatchRow) {
+  return {
+    id: row.id,
+    status: row.status,
+    total: row.total,
+    processed: row.processed,
+    succeeded: row.succeeded,
+    failed: row.failed,
+    created_at: row.created_at.toISOString(),
+    completed_at: row.completed_at?.toISOString() ?? null,
+  };
+}
+
+const toResultView = (r: Awaited<ReturnType<typeof getBatchResults>>[number]) =>
+  r.status === 'completed'
+    ? { index: r.index, status: r.status, payout: r.payout }
+    : { index: r.index, status: r.status, address: r.address, points: r.points, error: rejection(r.code) };
+
+export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = async (app, { deps, config }) => {
+  const { sql, allocator, flags } = deps;
+
+  app.post(
+    '/quests/:questId',
+    {
+      schema: {
+        operationId: 'allocateQuestPoints',
+        summary: 'Allocate quest points',
+        description:
+          "Allocates points from the quest budget to the account with the given pass address. Decided in order with the quest's other allocations; answered 200 with the payout when decided within ALLOCATION_WAIT_MS, else 202 with a status URL.",
+        tags: ['allocations'],
+        security: [{ apiKey: [] }],
+        params: questParams,
+        headers: idempotencyHeaders,
+        body: allocateBody,
+        response: {
+          200: z.object({ payout: payoutViewSchema }),
+          202: z.object({ allocation: allocationView }),
+        },
+      },
+    },
+    async (request, reply) => {
+      flags.require('quests');
+      const { questId } = request.params;
+      const { ownerId } = await authorizeQuestOwner(sql, request.headers['x-api-key'], questId);
+      const idem = request.headers['idempotency-key'];
+      const key = idem ? idempotentRequestKey(ownerId, questId, idem, 'alc') : newId('alc');
+      const { points, address } = request.body;
+      const result = await allocator.allocate({ key, questId, points, address });
+      switch (result.status) {
+        case 'completed':
+          return reply.code(200).send({ payout: result.payout });
+        case 'rejected':
+          throw new DomainError(result.code);
+        case 'failed':
+          throw new DomainError('ALLOCATION_FAILED');
+        case 'pending': {
+          await recordPendingAllocation(sql, { questId, key, address, points });
+          return reply
+            .code(202)
+            .header('location', `/quests/${questId}/allocations/${key}`)
+            .send({ allocation: { id: key, status: 'pending' } });
+        }
+      }
+    },
+  );
+
+  app.get(
+    '/quests/:questId/allocations/:allocationId',
+    {
+      schema: {
+        operationId: 'getAllocation',
+        summary: 'Get the status of an allocation',
+        description:
+          'Owner-only. Answers from PostgreSQL: pending, completed with the payout, rejected with the error, or failed.',
+        tags: ['allocations'],
+        security: [{ apiKey: [] }],
+        params: questParams.extend({ allocationId: z.string().min(1).max(200) }),
+        headers: idempotencyHeaders.pick({ 'x-api-key': true }),
+        response: { 200: z.object({ allocation: allocationView }) },
+      },
+    },
+    async (request) => {
+      flags.require('quests');
+      const { questId, allocationId } = request.params;
+      await authorizeQuestOwner(sql, request.headers['x-api-key'], questId);
+      const status = await getAllocationStatus(sql, questId, allocationId);
+      if (!status) throw new DomainError('ALLOCATION_NOT_FOUND');
+      switch (status.status) {
+        case 'completed':
+          return { allocation: { id: allocationId, status: status.status, payout: status.payout } };
+        case 'rejected':
+        case 'failed':
+          return { allocation: { id: allocationId, status: status.status, error: rejection(status.code) } };
+        case 'pending':
+          return { allocation: { id: allocationId, status: status.status } };
+      }
+    },
+  );
+
+  app.post(
+    '/quests/:questId/batches',
+    {
+      bodyLimit: config.BATCH_BODY_LIMIT_BYTES,
+      schema: {
+        operationId: 'createBatch',
+        summary: 'Credit many accounts in one request',
+        description:
+          "Every item is validated before anything is enqueued. Items are decided in the order given, and the batch takes its place in the quest's order like one request. Each item gets its own result. 200 when done within BATCH_WAIT_MS, else 202 with a status URL.",
+        tags: ['batches'],
+        security: [{ apiKey: [] }],
+        params: questParams,
+        headers: idempotencyHeaders,
+        body: batchBody,
+        response: {
+          200: z.object({ batch: batchView }),
+          202: z.object({ batch: batchView }),
+        },
+      },
+    },
+    async (request, reply) => {
+      flags.require('quests');
+      const { questId } = request.params;
+      const { ownerId } = await authorizeQuestOwner(sql, request.headers['x-api-key'], questId);
+      const items = request.body.allocations;
+      if (items.length > config.BATCH_MAX_ITEMS) {
+        throw new DomainError(
+          'BATCH_TOO_LARGE',
+          `A batch holds at most ${config.BATCH_MAX_ITEMS} allocations; this one has ${items.length}.`,
+        );
+      }
+      const idem = request.headers['idempotency-key'];
+      const batchId = idem ? idempotentRequestKey(ownerId, questId, idem, 'bat') : newId('bat');
+      const digest = batchDigest(items);
+      const { row } = await createOrGetBatch(sql, { id: batchId, questId, ownerId, digest, total: items.length });
+      if (row.items_digest !== digest) throw new DomainError('IDEMPOTENCY_KEY_REUSED');
+
+      let final: BatchRow | undefined = row.status === 'completed' ? row : undefined;
+      if (!final) {
+        // A failed batch is resumed from its last committed chunk under a fresh job id; otherwise
+        // the job id is the batch id, so concurrent retries share one job.
+        const jobId = row.status === 'failed' ? `${batchId}-r${row.processed}-${Date.now()}` : batchId;
+        const run = await allocator.runBatch(
+          { batchId, questId, addresses: items.map((i) => i.address), points: items.map((i) => i.points) },
+          { jobId, waitMs: config.BATCH_WAIT_MS },
+        );
+        if (run.status !== 'pending') final = await getBatch(sql, questId, batchId);
+      }
+      if (final?.status === 'completed') {
+        const results = await getBatchResults(sql, batchId, final.total, 0);
+        return reply.code(200).send({ batch: { ...batchSummary(final), results: results.map(toResultView) } });
+      }
+      if (final?.status === 'failed') {
+        throw new DomainError(
+          'ALLOCATION_FAILED',
+          `Batch ${batchId} stopped after ${final.processed} of ${final.total} items; retry with the same Idempotency-Key to resume.`,
+          {
+            batchId,
+            processed: final.processed,
+          },
+        );
+      }
+      const current = (await getBatch(sql, questId, batchId)) ?? row;
+      return reply
+        .code(202)
+        .header('location', `/quests/${questId}/batches/${batchId}`)
+        .send({ batch: batchSummary(current) });
+    },
+  );
+
+  app.get(
+    '/quests/:questId/batches/:batchId',
+    {
+      schema: {
+        operationId: 'getBatch',
+        summary: 'Get a batch: status, progress and a page of its results',
+        tags: ['batches'],
+        security: [{ apiKey: [] }],
+        params: questParams.extend({ batchId: z.string().min(1).max(200) }),
+        headers: idempotencyHeaders.pick({ 'x-api-key': true }),
+        querystring: pageQuery,
+        response: { 200: z.object({ batch: batchView }) },
+      },
+    },
+    async (request) => {
+      flags.require('quests');
+      const { questId, batchId } = request.params;
+      await authorizeQuestOwner(sql, request.headers['x-api-key'], questId);
+      const row = await getBatch(sql, questId, batchId);
+      if (!row) throw new DomainError('BATCH_NOT_FOUND');
+      const results = await getBatchResults(sql, batchId, request.query.limit, request.query.offset);
+      return { batch: { ...batchSummary(row), results: results.map(toResultView) } };
+    },
+  );
+};
