@@ -64,6 +64,9 @@ export async function buildApp(config: ApiConfig, deps: ApiDeps): Promise<Fastif
     frameworkErrors: (error, request, reply) => sendError(request, reply, mapError(error)),
   }).withTypeProvider<ZodTypeProvider>();
 
+  // Every body is JSON. Fastify also parses text/plain by default, which would turn a wrong content
+  // type into a confusing 400; without that parser it is a 415 UNSUPPORTED_MEDIA_TYPE.
+  app.removeContentTypeParser('text/plain');
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.setErrorHandler(handleError);

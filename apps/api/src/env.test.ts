@@ -15,7 +15,7 @@ describe('loadApiConfig', () => {
       PORT: 3000,
       BODY_LIMIT_BYTES: 1_048_576,
       ALLOCATION_WAIT_MS: 5000,
-      BATCH_WAIT_MS: 5000,
+      BATCH_WAIT_MS: 30_000,
       JOB_RETENTION_SECONDS: 60,
       BATCH_MAX_ITEMS: 10_000,
       BATCH_BODY_LIMIT_BYTES: 4_194_304,

@@ -13,9 +13,9 @@ export const apiEnvSchema = z.object({
   /** How long POST /quests/{questId} waits for the worker's decision before answering 202. */
   ALLOCATION_WAIT_MS: intVar(5000, 0, 60_000),
   /** How long POST /quests/{questId}/batches waits for the batch to finish before answering 202. */
-  BATCH_WAIT_MS: intVar(5000, 0, 60_000),
+  BATCH_WAIT_MS: intVar(30_000, 0, 600_000),
   /** Seconds finished queue jobs stay in Redis for late waiters (raised to at least 2 × the longest wait). */
-  JOB_RETENTION_SECONDS: intVar(60, 1, 86_400),
+  JOB_RETENTION_SECONDS: intVar(60, 1, 7 * 86_400),
   BATCH_MAX_ITEMS: intVar(10_000, 1, 1_000_000),
   BATCH_BODY_LIMIT_BYTES: intVar(4 * MiB, 1024, 512 * MiB),
   /** Capped so that a flag switched by an operator is seen within 2 s, whatever is configured. */

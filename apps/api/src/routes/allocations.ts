@@ -8,7 +8,8 @@ import {
   idempotentRequestKey,
   newId,
   passAddressSchema,
-  payoutViewSchema,
+  payoutSchema,
+  questIdParamsSchema,
 } from '@quest/domain';
 import {
   type BatchRow,
@@ -18,7 +19,8 @@ import {
   getBatchResults,
   recordPendingAllocation,
 } from '@quest/db';
-import type { AllocationRoutesOptions } from '../app.ts';
+import { errorResponses } from '../errors.ts';
+import type { AllocationRoutesOptions } from '../types.ts';
 import { authorizeQuestOwner } from '../auth.ts';
 
 /**
@@ -27,9 +29,7 @@ import { authorizeQuestOwner } from '../auth.ts';
  * decision time (window, action type, budget, account) and come back through the queue.
  */
 
-const questParams = z.object({
-  questId: z.coerce.number().int().min(1).max(2_147_483_647).meta({ description: 'Quest id.' }),
-});
+const questParams = questIdParamsSchema;
 const idempotencyHeaders = z.object({
   'idempotency-key': z.string().min(1).max(255).optional().meta({
     description:
@@ -49,7 +49,7 @@ const errorView = z.object({ code: z.string(), message: z.string() });
 const allocationView = z.object({
   id: z.string().meta({ description: 'Allocation id: the request key (`alc_…`).' }),
   status: z.enum(['pending', 'completed', 'rejected', 'failed']),
-  payout: payoutViewSchema.optional(),
+  payout: payoutSchema.optional(),
   error: errorView.optional(),
 });
 
@@ -63,7 +63,7 @@ const batchBody = z.strictObject({
 const batchResult = z.object({
   index: z.number().int(),
   status: z.enum(['completed', 'rejected']),
-  payout: payoutViewSchema.optional(),
+  payout: payoutSchema.optional(),
   address: z.string().optional(),
   points: z.number().int().optional(),
   error: errorView.optional(),
@@ -127,8 +127,16 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
         headers: idempotencyHeaders,
         body: allocateBody,
         response: {
-          200: z.object({ payout: payoutViewSchema }),
+          200: z.object({ payout: payoutSchema }),
           202: z.object({ allocation: allocationView }),
+          ...errorResponses({
+            400: 'Invalid request, quests disabled, or rejected at decision time: QUEST_NOT_ACTIVE, ACTION_TYPE_INACTIVE, INSUFFICIENT_POINTS, ACCOUNT_NOT_FOUND, IDEMPOTENCY_KEY_REUSED.',
+            401: 'INVALID_API_KEY or NOT_QUEST_OWNER.',
+            404: 'QUEST_NOT_FOUND.',
+            413: 'PAYLOAD_TOO_LARGE.',
+            415: 'UNSUPPORTED_MEDIA_TYPE.',
+            503: 'QUEUE_UNAVAILABLE, DATABASE_UNAVAILABLE, or ALLOCATION_FAILED (not applied; retry).',
+          }),
         },
       },
     },
@@ -170,7 +178,14 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
         security: [{ apiKey: [] }],
         params: questParams.extend({ allocationId: z.string().min(1).max(200) }),
         headers: idempotencyHeaders.pick({ 'x-api-key': true }),
-        response: { 200: z.object({ allocation: allocationView }) },
+        response: {
+          200: z.object({ allocation: allocationView }),
+          ...errorResponses({
+            400: 'Invalid request or quests disabled.',
+            401: 'INVALID_API_KEY or NOT_QUEST_OWNER.',
+            404: 'QUEST_NOT_FOUND or ALLOCATION_NOT_FOUND.',
+          }),
+        },
       },
     },
     async (request) => {
@@ -208,6 +223,14 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
         response: {
           200: z.object({ batch: batchView }),
           202: z.object({ batch: batchView }),
+          ...errorResponses({
+            400: 'Invalid request (a malformed item is named by its index in details), BATCH_TOO_LARGE, IDEMPOTENCY_KEY_REUSED, or quests disabled.',
+            401: 'INVALID_API_KEY or NOT_QUEST_OWNER.',
+            404: 'QUEST_NOT_FOUND.',
+            413: 'PAYLOAD_TOO_LARGE.',
+            415: 'UNSUPPORTED_MEDIA_TYPE.',
+            503: 'QUEUE_UNAVAILABLE, DATABASE_UNAVAILABLE, or ALLOCATION_FAILED (the batch stopped; retry with the same Idempotency-Key to resume).',
+          }),
         },
       },
     },
@@ -272,7 +295,14 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
         params: questParams.extend({ batchId: z.string().min(1).max(200) }),
         headers: idempotencyHeaders.pick({ 'x-api-key': true }),
         querystring: pageQuery,
-        response: { 200: z.object({ batch: batchView }) },
+        response: {
+          200: z.object({ batch: batchView }),
+          ...errorResponses({
+            400: 'Invalid request or quests disabled.',
+            401: 'INVALID_API_KEY or NOT_QUEST_OWNER.',
+            404: 'QUEST_NOT_FOUND or BATCH_NOT_FOUND.',
+          }),
+        },
       },
     },
     async (request) => {
