@@ -40,6 +40,7 @@ export function buildProgram(ctx: Context, emit: (output: CommandOutput) => void
     )
     .option('--json', 'print exactly one JSON object on stdout instead of text')
     .configureOutput({ writeOut: (s) => ctx.io.stdout(s), writeErr: (s) => ctx.io.stderr(s) })
+    .configureHelp({ showGlobalOptions: true })
     .showHelpAfterError()
     .exitOverride()
     .hook('preAction', (_program, action) => {

@@ -1,0 +1,140 @@
+import { join } from 'node:path';
+import postgres from 'postgres';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { findOwnerByApiKey } from '@quest/db';
+import { createTestDatabase, type TestDatabase, testServers, uniqueName } from '@quest/testing';
+import { expectFailure, expectNoStack, expectUsageErrors, jsonOf, REPO_ROOT, runCli } from './helpers.ts';
+
+let db: TestDatabase;
+const cli = (...args: string[]) => runCli(args, { DATABASE_URL: db.url, API_BASE_URL: 'https://quests.example.test/' });
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(async () => {
+  await db?.drop();
+});
+
+describe('quest-admin demo', () => {
+  it('--json creates a usable data set and curl commands against API_BASE_URL', async () => {
+    const result = await cli('demo', '--json');
+    expect(result.code, result.stderr).toBe(0);
+    const out = jsonOf(result);
+    expect(out.apiBaseUrl).toBe('https://quests.example.test');
+    expect((await findOwnerByApiKey(db.sql, out.apiKey))?.id).toBe(out.owner.id);
+
+    const [live, second] = out.quests;
+    const quests = await db.sql`
+      select id, owner_id, campaign_id, is_public, action_status, total_points, points_remaining, start_at, end_at
+      from quests where id in ${db.sql([live.id, second.id])} order by id`;
+    expect(quests).toHaveLength(2);
+    const now = Date.now();
+    const first = quests.find((q) => q.id === live.id)!;
+    expect(first).toMatchObject({
+      owner_id: out.owner.id,
+      campaign_id: out.campaign.id,
+      is_public: true,
+      action_status: 'active',
+    });
+    expect(first.total_points).toBeGreaterThan(0);
+    expect(first.points_remaining).toBe(first.total_points);
+    expect(first.start_at.getTime()).toBeLessThanOrEqual(now);
+    expect(first.end_at.getTime() - first.start_at.getTime()).toBe(30 * 86_400_000);
+    expect(quests.find((q) => q.id === second.id)).toMatchObject({ owner_id: out.owner.id });
+
+    expect(out.accounts).toHaveLength(3);
+    const accounts =
+      await db.sql`select pass_address from accounts where id in ${db.sql(out.accounts.map((a: { id: number }) => a.id))}`;
+    expect(accounts.map((a) => a.pass_address).sort()).toEqual(out.accounts.map((a: { pass: string }) => a.pass).sort());
+
+    expect(out.curl).toEqual({
+      listQuests: 'curl -sS https://quests.example.test/quests',
+      getQuest: `curl -sS https://quests.example.test/quests/${live.id} -H 'x-api-key: ${out.apiKey}'`,
+      getCampaign: `curl -sS https://quests.example.test/campaigns/${out.campaign.id}`,
+      allocate: `curl -sS -X POST https://quests.example.test/quests/${live.id} -H 'x-api-key: ${out.apiKey}' -H 'content-type: application/json' -d '{"points":10,"address":"${out.accounts[0].pass}"}'`,
+    });
+  });
+
+  it('prints the ids and ready-to-paste curl commands as text, and can run again', async () => {
+    const result = await cli('demo');
+    expect(result.code, result.stderr).toBe(0);
+    const key = /API key +(sk_[A-Za-z0-9_-]{43})/.exec(result.stdout)![1]!;
+    const owner = await findOwnerByApiKey(db.sql, key);
+    expect(owner).not.toBeNull();
+    const questId = /public quest +(\d+)/.exec(result.stdout)![1];
+    expect(result.stdout).toContain('curl -sS https://quests.example.test/quests\n');
+    expect(result.stdout).toContain(`curl -sS https://quests.example.test/quests/${questId} -H 'x-api-key: ${key}'`);
+    expect(result.stdout).toMatch(
+      new RegExp(
+        `curl -sS -X POST https://quests.example.test/quests/${questId} .*-d '\\{"points":10,"address":"0x[0-9a-fA-F]{40}"\\}'`,
+      ),
+    );
+    expect(result.stdout).toMatch(/curl -sS https:\/\/quests\.example\.test\/campaigns\/\d+/);
+  });
+});
+
+describe('the quest-admin process', () => {
+  it('answers --help from the linked bin without a database, and exits 0', async () => {
+    const result = await runCli(
+      ['--help'],
+      { DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' },
+      { bin: join(REPO_ROOT, 'node_modules/.bin/quest-admin') },
+    );
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toMatch(/^Usage: quest-admin \[options\] \[command\]/);
+    for (const command of ['owner', 'key', 'account', 'campaign', 'quest', 'features', 'audit', 'demo']) {
+      expect(result.stdout).toMatch(new RegExp(`\\n {2}${command} `));
+    }
+  });
+
+  it('refuses unknown commands and options with usage on stderr and exit 2', async () => {
+    await expectUsageErrors(cli, [
+      [['launch'], "unknown command 'launch'"],
+      [['owner', 'create', '--name', 'x', '--pass', `0x${'a'.repeat(40)}`, '--colour', 'red'], "unknown option '--colour'"],
+      [['audit', 'extra'], 'too many arguments'],
+    ]);
+    const bare = await cli('owner');
+    expect(bare.code).toBe(2);
+    expect(bare.stderr).toMatch(/Usage: quest-admin owner/);
+  });
+
+  it('reports bad configuration readably and exits 1', async () => {
+    for (const env of [{ DATABASE_URL: 'mysql://db/x' }, { DATABASE_URL: db.url, API_BASE_URL: 'not a url' }]) {
+      const result = await runCli(['features', '--json'], env);
+      expect(result.code).toBe(1);
+      expect(result.stdout).toBe('');
+      expect(result.stderr).toMatch(/^quest-admin: Invalid configuration:\n {2}(DATABASE_URL|API_BASE_URL): /);
+      expectNoStack(result);
+    }
+  });
+
+  it('reports an unreachable database in one line, and as JSON with --json', async () => {
+    const env = { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/quest_rewards' };
+    const text = await runCli(['features'], env);
+    expectFailure(text, 'cannot reach PostgreSQL at 127.0.0.1:1/quest_rewards');
+    const json = await runCli(['audit', '--json'], env);
+    expectFailure(json, 'ECONNREFUSED');
+    expect(jsonOf(json)).toEqual({ error: { code: 'DATABASE_UNAVAILABLE', message: expect.stringContaining('127.0.0.1:1') } });
+  });
+
+  it('creates and migrates a database that does not exist yet', async () => {
+    const { postgresUrl } = await testServers();
+    const url = new URL(postgresUrl);
+    const name = uniqueName('qr_admin_fresh');
+    url.pathname = `/${name}`;
+    try {
+      const result = await runCli(['features', 'set', 'quests=off'], { DATABASE_URL: url.toString() });
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stderr).toContain('created database');
+      expect(result.stderr).toContain('applied migrations: 00001 init');
+      // JSON mode keeps stdout to the one object; the second run has nothing to migrate anyway.
+      expect(jsonOf(await runCli(['features', '--json'], { DATABASE_URL: url.toString() }))).toEqual({
+        features: { quests: false, campaigns: true },
+      });
+    } finally {
+      const admin = postgres(postgresUrl, { max: 1, onnotice: () => {} });
+      await admin.unsafe(`drop database if exists "${name}" with (force)`);
+      await admin.end();
+    }
+  });
+});

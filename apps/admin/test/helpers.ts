@@ -1,0 +1,81 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { expect } from 'vitest';
+
+export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+export const BIN = fileURLToPath(new URL('../bin/quest-admin.js', import.meta.url));
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Run the real CLI in a child process, as an operator would. The environment is built from
+ * scratch so a developer's own DATABASE_URL or API_BASE_URL cannot leak in.
+ */
+export function runCli(
+  args: readonly string[],
+  env: Record<string, string | undefined>,
+  opts: { bin?: string } = {},
+): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [opts.bin ?? BIN, ...args], {
+      cwd: REPO_ROOT,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** The one JSON object a --json invocation must print: a single line, nothing else on stdout. */
+export function jsonOf(result: CliResult): any {
+  const lines = result.stdout.split('\n').filter((l) => l !== '');
+  expect(lines, `stdout: ${result.stdout}\nstderr: ${result.stderr}`).toHaveLength(1);
+  const value = JSON.parse(lines[0]!);
+  expect(typeof value).toBe('object');
+  expect(Array.isArray(value)).toBe(false);
+  return value;
+}
+
+/** A usage error: non-zero exit, message and usage on stderr, nothing on stdout, no stack trace. */
+export function expectUsageError(result: CliResult, mention: string | RegExp): void {
+  expect(result.code, result.stderr).toBe(2);
+  expect(result.stdout).toBe('');
+  expect(result.stderr).toMatch(typeof mention === 'string' ? new RegExp(escapeRegExp(mention)) : mention);
+  expect(result.stderr).toMatch(/Usage: quest-admin/);
+  expectNoStack(result);
+}
+
+/** A runtime failure: exit 1, one readable line on stderr. */
+export function expectFailure(result: CliResult, mention: string | RegExp): void {
+  expect(result.code, result.stderr + result.stdout).toBe(1);
+  const lines = result.stderr.split('\n').filter((l) => l !== '');
+  expect(lines, result.stderr).toHaveLength(1);
+  expect(lines[0]).toMatch(/^error: /);
+  expect(lines[0]).toMatch(typeof mention === 'string' ? new RegExp(escapeRegExp(mention)) : mention);
+  expectNoStack(result);
+}
+
+export function expectNoStack(result: CliResult): void {
+  expect(result.stderr).not.toMatch(/\n\s+at .+:\d+:\d+/);
+  expect(result.stdout).not.toMatch(/\n\s+at .+:\d+:\d+/);
+}
+
+const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** Usage errors need no database, so independent cases run side by side. */
+export async function expectUsageErrors(
+  run: (...args: string[]) => Promise<CliResult>,
+  cases: ReadonlyArray<readonly [readonly string[], string | RegExp]>,
+): Promise<void> {
+  const results = await Promise.all(cases.map(([args]) => run(...args)));
+  for (const [i, result] of results.entries()) expectUsageError(result, cases[i]![1]);
+}
