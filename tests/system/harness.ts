@@ -133,12 +133,13 @@ export async function auditViolations(system: System): Promise<{ kind: string; i
 /** Every completed job of every partition, with who processed it. */
 export async function completedJobs(system: System) {
   const partitions = Number(system.env.QUEUE_PARTITIONS);
-  const jobs: { partition: number; id: number; processedBy?: string; keys: string[] }[] = [];
+  const jobs: { partition: number; id: number; processedBy?: string; keys: string[]; batchId?: string }[] = [];
   for (let p = 0; p < partitions; p++) {
     const q = new Queue(partitionQueueName(p), { connection: { url: system.redis.url } as never, prefix: system.redis.prefix });
     for (const job of await q.getJobs(['completed'], 0, -1)) {
       const keys: string[] = job.name === 'allocate' ? job.data.items.map((i: { key: string }) => i.key) : [];
-      jobs.push({ partition: p, id: Number(job.id), processedBy: job.processedBy, keys });
+      const batchId: string | undefined = job.name === 'batch' ? job.data.batchId : undefined;
+      jobs.push({ partition: p, id: Number(job.id), processedBy: job.processedBy, keys, batchId });
     }
     await q.close();
   }

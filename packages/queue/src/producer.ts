@@ -39,7 +39,11 @@ export interface AllocatorOptions extends QueueSettings {
 /** The API's handle on the allocation pipeline. */
 export interface Allocator {
   allocate(item: AllocationItem): Promise<AllocateResult>;
-  runBatch(data: BatchJobData, opts: { jobId: string; waitMs?: number }): Promise<BatchRunResult>;
+  /**
+   * Queue a batch job (deduplicated by batch id while one is unfinished, so concurrent retries share
+   * it) and wait for it up to `waitMs`.
+   */
+  runBatch(data: BatchJobData, opts?: { waitMs?: number }): Promise<BatchRunResult>;
   ping(): Promise<void>;
   close(): Promise<void>;
 }
@@ -180,11 +184,13 @@ export async function createAllocator(opts: AllocatorOptions): Promise<Allocator
       });
     },
 
-    async runBatch(data, { jobId, waitMs }) {
+    async runBatch(data, { waitMs } = {}) {
       const s = parts[partitionOf(data.questId, opts.partitions)]!;
       let job: Job;
       try {
-        job = await s.queue.add(batchJob.name, data, { ...jobOptions, jobId });
+        // Deduplicated rather than given a custom id: every job keeps an ordinal id from the queue's
+        // counter (its place in the partition's order), and a finished batch can be re-run (resume).
+        job = await s.queue.add(batchJob.name, data, { ...jobOptions, deduplication: { id: data.batchId } });
       } catch {
         throw new DomainError('QUEUE_UNAVAILABLE');
       }

@@ -253,12 +253,10 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
 
       let final: BatchRow | undefined = row.status === 'completed' ? row : undefined;
       if (!final) {
-        // A failed batch is resumed from its last committed chunk under a fresh job id; otherwise
-        // the job id is the batch id, so concurrent retries share one job.
-        const jobId = row.status === 'failed' ? `${batchId}-r${row.processed}-${Date.now()}` : batchId;
+        // A failed batch resumes from its last committed chunk; concurrent retries share one job.
         const run = await allocator.runBatch(
           { batchId, questId, addresses: items.map((i) => i.address), points: items.map((i) => i.points) },
-          { jobId, waitMs: config.BATCH_WAIT_MS },
+          { waitMs: config.BATCH_WAIT_MS },
         );
         if (run.status !== 'pending') final = await getBatch(sql, questId, batchId);
       }
