@@ -116,11 +116,12 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 }
 
 const profileDir = opts.profile ? resolve(opts.out, 'profiles', tag) : undefined;
-function profileEnv(role: 'api' | 'worker'): Record<string, string> {
-  if (!profileDir || (opts.profile !== 'all' && opts.profile !== role)) return {};
+/** node flags for a spawned process: --cpu-prof when profiling its role (Node 20 refuses it in NODE_OPTIONS). */
+function profileArgs(role: 'api' | 'worker'): string[] {
+  if (!profileDir || (opts.profile !== 'all' && opts.profile !== role)) return [];
   const dir = join(profileDir, role);
   mkdirSync(dir, { recursive: true });
-  return { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --cpu-prof --cpu-prof-dir=${dir}`.trim() };
+  return ['--cpu-prof', `--cpu-prof-dir=${dir}`];
 }
 
 async function main() {
@@ -149,12 +150,12 @@ async function main() {
   const startWorkers = async (n: number) => {
     generation++;
     const ids = Array.from({ length: n }, (_, i) => `bench-w${i + 1}${generation > 1 ? `g${generation}` : ''}`);
-    workers = ids.map((id) => startWorkerProcess(env, id, profileEnv('worker')));
+    workers = ids.map((id) => startWorkerProcess(env, id, profileArgs('worker')));
     await waitForPool(infra!.redis, infra!.prefix, cfg.partitions, ids, workers);
   };
 
   log(`starting the API and ${cfg.workers} workers`);
-  const [api] = await Promise.all([startApi(env, profileEnv('api')), startWorkers(cfg.workers)]);
+  const [api] = await Promise.all([startApi(env, profileArgs('api')), startWorkers(cfg.workers)]);
   log(`API at ${api.baseUrl}; workers ${workers.map((w) => `${w.name}(pid ${w.pid})`).join(', ')}`);
 
   const warmQuests = await seedQuests(sql, owner.ownerId, 32, 'warm-up');
@@ -210,6 +211,7 @@ async function main() {
     },
     log,
     disturbances: [],
+    windows: [],
     quietBudget: { remainingS: cfg.quick ? 25 : 420 },
     shared: {},
   };
@@ -314,6 +316,7 @@ async function main() {
     rows,
     results: Object.fromEntries(outputs.map((o) => [o.name, { ok: o.ok, notes: o.notes, ...o.raw }])),
     processWarnings: problems,
+    windows: ctx.windows,
     disturbances: ctx.disturbances,
     profileDir,
   };
@@ -321,9 +324,11 @@ async function main() {
   console.log(`results written to ${file}`);
 
   if (profileDir) {
-    console.log(`\nCPU profiles in ${profileDir}`);
+    writeFileSync(join(profileDir, 'windows.json'), `${JSON.stringify(ctx.windows, null, 2)}\n`);
+    const serviceWindows = ctx.windows.filter((w) => w.label.includes('(service)'));
+    console.log(`\nCPU profiles in ${profileDir} (summarised over the ${serviceWindows.length} measured service windows)`);
     for (const role of ['api', 'worker'] as const) {
-      const summary = summarizeProfileDir(join(profileDir, role), 25);
+      const summary = summarizeProfileDir(join(profileDir, role), 25, serviceWindows);
       if (summary) console.log(`\n### ${role}\n${summary}`);
     }
   }

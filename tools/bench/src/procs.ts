@@ -47,8 +47,14 @@ export function liveServices(): Service[] {
   return [...live];
 }
 
-function spawnService(role: Service['role'], name: string, entry: string, env: Record<string, string>): Service {
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+function spawnService(
+  role: Service['role'],
+  name: string,
+  entry: string,
+  env: Record<string, string>,
+  nodeArgs: string[] = [],
+): Service {
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', entry], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -125,9 +131,13 @@ export interface ServiceEnv {
   [k: string]: string;
 }
 
-export async function startApi(env: ServiceEnv, extra: Record<string, string> = {}): Promise<Service & { baseUrl: string }> {
+/**
+ * Start the API. `nodeArgs` go before the entry (e.g. --cpu-prof: Node 20 refuses it in
+ * NODE_OPTIONS, so profiling flags are passed on the command line instead).
+ */
+export async function startApi(env: ServiceEnv, nodeArgs: string[] = []): Promise<Service & { baseUrl: string }> {
   const port = await freePort();
-  const svc = spawnService('api', 'api', 'apps/api/src/server.ts', { ...env, HOST: '127.0.0.1', PORT: String(port), ...extra });
+  const svc = spawnService('api', 'api', 'apps/api/src/server.ts', { ...env, HOST: '127.0.0.1', PORT: String(port) }, nodeArgs);
   const baseUrl = `http://127.0.0.1:${port}`;
   try {
     await until('API readiness (GET /readyz)', svc, 60_000, async () => {
@@ -142,8 +152,8 @@ export async function startApi(env: ServiceEnv, extra: Record<string, string> = 
   return Object.assign(svc, { baseUrl });
 }
 
-export function startWorkerProcess(env: ServiceEnv, workerId: string, extra: Record<string, string> = {}): Service {
-  return spawnService('worker', workerId, 'apps/worker/src/main.ts', { ...env, WORKER_ID: workerId, ...extra });
+export function startWorkerProcess(env: ServiceEnv, workerId: string, nodeArgs: string[] = []): Service {
+  return spawnService('worker', workerId, 'apps/worker/src/main.ts', { ...env, WORKER_ID: workerId }, nodeArgs);
 }
 
 /** BullMQ names a worker's Redis connections `${prefix}:${base64(queue)}:w:${workerName}`. */

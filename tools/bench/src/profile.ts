@@ -52,21 +52,55 @@ export function areaOf(url: string, functionName: string): string {
   return url.replace(/^file:\/\//, '');
 }
 
-export function selfTimes(profile: CpuProfile): { total: number; byFunction: SelfTime[]; byArea: SelfTime[] } {
+/** A time window on CLOCK_MONOTONIC in µs (V8 profile timestamps and process.hrtime share that clock on Linux). */
+export interface Window {
+  label: string;
+  fromUs: number;
+  toUs: number;
+}
+
+export interface SelfTimes {
+  total: number;
+  byFunction: SelfTime[];
+  byArea: SelfTime[];
+  /** Self time charged to the nearest calling frame that belongs to a package (so socket writes count for postgres/ioredis). */
+  byCaller: SelfTime[];
+}
+
+const isPackageFrame = (url: string) => url !== '' && !url.startsWith('node:');
+
+export function selfTimes(profile: CpuProfile, windows?: readonly Window[]): SelfTimes {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
   const perNode = new Map<number, number>();
+  let t = profile.startTime;
   for (let i = 0; i < profile.samples.length; i++) {
+    t += profile.timeDeltas[i] ?? 0;
+    if (windows?.length && !windows.some((w) => t >= w.fromUs && t <= w.toUs)) continue;
     const id = profile.samples[i]!;
     perNode.set(id, (perNode.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0) / 1000);
   }
+  const callerArea = (id: number): string | undefined => {
+    for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
+      const f = byId.get(cur)?.callFrame;
+      if (f && isPackageFrame(f.url)) return areaOf(f.url, f.functionName);
+    }
+    return undefined;
+  };
   const fn = new Map<string, SelfTime>();
   const area = new Map<string, SelfTime>();
+  const caller = new Map<string, SelfTime>();
   let total = 0;
   for (const [id, ms] of perNode) {
     const node = byId.get(id);
     if (!node) continue;
     const { functionName, url, lineNumber } = node.callFrame;
     const a = areaOf(url, functionName);
+    const ca = a === 'idle' || a === 'GC' || a === 'program (native/V8)' ? a : (callerArea(id) ?? a);
+    const cr = caller.get(ca) ?? { name: ca, area: ca, ms: 0 };
+    cr.ms += ms;
+    caller.set(ca, cr);
     const short = url
       ? `${url.replace(/^.*\/node_modules\//, '').replace(/^file:\/\/.*?\/(packages|apps|tools)\//, '$1/')}:${lineNumber + 1}`
       : '';
@@ -80,17 +114,25 @@ export function selfTimes(profile: CpuProfile): { total: number; byFunction: Sel
     total += ms;
   }
   const sort = (m: Map<string, SelfTime>) => [...m.values()].sort((x, y) => y.ms - x.ms);
-  return { total, byFunction: sort(fn), byArea: sort(area) };
+  return { total, byFunction: sort(fn), byArea: sort(area), byCaller: sort(caller) };
 }
 
-export function formatSelfTimes(profile: CpuProfile, top = 25): string {
-  const { total, byFunction, byArea } = selfTimes(profile);
+export function formatSelfTimes(profile: CpuProfile, top = 25, windows?: readonly Window[]): string {
+  const { total, byFunction, byArea, byCaller } = selfTimes(profile, windows);
   const idle = byArea.find((a) => a.name === 'idle')?.ms ?? 0;
   const busy = total - idle;
   const pct = (ms: number) => `${((100 * ms) / busy).toFixed(1)}%`;
   const areas = markdownTable(
     ['area', 'self ms', '% of busy'],
     byArea
+      .filter((a) => a.name !== 'idle')
+      .slice(0, 15)
+      .map((a) => [a.name, a.ms.toFixed(0), pct(a.ms)]),
+    ['l', 'r', 'r'],
+  );
+  const callers = markdownTable(
+    ['package (incl. the Node internals and native calls it made)', 'ms', '% of busy'],
+    byCaller
       .filter((a) => a.name !== 'idle')
       .slice(0, 15)
       .map((a) => [a.name, a.ms.toFixed(0), pct(a.ms)]),
@@ -104,11 +146,14 @@ export function formatSelfTimes(profile: CpuProfile, top = 25): string {
       .map((f) => [f.name.slice(0, 90), f.area, f.ms.toFixed(0), pct(f.ms)]),
     ['l', 'l', 'r', 'r'],
   );
-  return `profile ${((profile.endTime - profile.startTime) / 1e6).toFixed(1)} s wall, busy ${(busy / 1000).toFixed(1)} s, idle ${(idle / 1000).toFixed(1)} s\n\n${areas}\n\n${fns}`;
+  const scope = windows?.length
+    ? `within ${windows.length} measured window(s)`
+    : `whole process life (${((profile.endTime - profile.startTime) / 1e6).toFixed(1)} s)`;
+  return `${scope}: busy ${(busy / 1000).toFixed(1)} s, idle ${(idle / 1000).toFixed(1)} s\n\n${callers}\n\n${areas}\n\n${fns}`;
 }
 
 /** Summarise the biggest main-thread profile of each process in a --cpu-prof directory. */
-export function summarizeProfileDir(dir: string, top = 25): string | undefined {
+export function summarizeProfileDir(dir: string, top = 25, windows?: readonly Window[]): string | undefined {
   if (!existsSync(dir)) return undefined;
   const files = readdirSync(dir)
     .filter((f) => f.endsWith('.cpuprofile'))
@@ -122,6 +167,6 @@ export function summarizeProfileDir(dir: string, top = 25): string | undefined {
     if (!cur || statSync(f).size > statSync(cur).size) byPid.set(pid, f);
   }
   return [...byPid.values()]
-    .map((f) => `#### ${f}\n${formatSelfTimes(JSON.parse(readFileSync(f, 'utf8')) as CpuProfile, top)}`)
+    .map((f) => `#### ${f}\n${formatSelfTimes(JSON.parse(readFileSync(f, 'utf8')) as CpuProfile, top, windows)}`)
     .join('\n\n');
 }

@@ -7,6 +7,7 @@ import { type LoadResult, runLoad } from './http-load.ts';
 import type { BenchInfra } from './infra.ts';
 import { cpuDelta, cpuSnapshot, otherCpu, type Service, sampleRss, waitForQuiet } from './procs.ts';
 import os from 'node:os';
+import type { Window } from './profile.ts';
 import { type Owner, seedQuests } from './seed.ts';
 import { formatValue, type Row, rng } from './stats.ts';
 
@@ -98,6 +99,8 @@ export interface Ctx {
   log(msg: string): void;
   /** Machine-disturbance notes collected by measured(). */
   disturbances: string[];
+  /** Measured windows (CLOCK_MONOTONIC µs), to cut CPU profiles down to what was measured. */
+  windows: Window[];
   /** Seconds left for waiting on a quiet machine over the whole run (keeps --quick under 2 minutes). */
   quietBudget: { remainingS: number };
   /** Measurements shared between scenarios (e.g. the throughput limit reused by scale). */
@@ -136,7 +139,9 @@ async function measured<T>(
   const services = [ctx.api, ...ctx.workers()];
   const before = cpuSnapshot(services);
   const t0 = Date.now();
+  const fromUs = Number(process.hrtime.bigint() / 1000n);
   const result = await fn();
+  ctx.windows.push({ label, fromUs, toUs: Number(process.hrtime.bigint() / 1000n) });
   const wallS = (Date.now() - t0) / 1000;
   const cpu = cpuDelta(before, cpuSnapshot(services));
   const other = otherCpu(cpu);
