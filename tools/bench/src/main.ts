@@ -212,16 +212,19 @@ async function main() {
     log,
     disturbances: [],
     windows: [],
-    quietBudget: { remainingS: cfg.quick ? 25 : 420 },
+    quietBudget: { remainingS: cfg.quick ? 20 : 420 },
     shared: {},
   };
 
   const outputs: ScenarioOutput[] = [];
   const run = async (name: ScenarioName, fn: () => Promise<ScenarioOutput | ScenarioOutput[]>) => {
     const started = Date.now();
+    const disturbedBefore = ctx.disturbances.length;
     try {
       const out = await fn();
+      const disturbed = ctx.disturbances.length > disturbedBefore;
       for (const o of Array.isArray(out) ? out : [out]) {
+        if (disturbed) for (const r of o.rows) r.status = `${r.status} (disturbed)`;
         outputs.push(o);
         for (const n of o.notes) log(n);
       }
@@ -288,6 +291,7 @@ async function main() {
       `${cfg.latencyRequests} latency requests, batch ${cfg.batchItems} = ${Math.ceil(cfg.batchItems / cfg.batchSize)} × ${cfg.batchSize} (chunks of ${cfg.chunkSize})`,
     '',
     'ratio = service ÷ limit (rates: higher is better, 1.00 = the service reaches the direct ledger transaction; latencies: lower is better).',
+    '“(disturbed)”: other processes on this shared machine used > 10 % of its CPU during a measured run of that scenario (see Disturbances).',
     'Throughput/hot ratio uses the single-item limit (what one-request-one-transaction could do); the coalesced-lists row is the ceiling of the service’s own job shape.',
     '',
     table,
