@@ -1,5 +1,6 @@
 import type { ActionStatus } from '@quest/domain';
 import type { Sql } from './client.ts';
+import type { CampaignRecord } from './admin.ts';
 
 /**
  * Read-side queries of the HTTP API. Each answers from one indexed statement and returns plain
@@ -102,17 +103,8 @@ export async function listPublicQuests(sql: Sql, filter: Page & { ownerAddress?:
     limit ${filter.limit} offset ${filter.offset}`;
 }
 
-export interface CampaignRow {
-  id: number;
-  name: string;
-  description: string;
-  startAt: Date;
-  endAt: Date;
-  isActive: boolean;
-  externalAppId: string | null;
-  createdAt: Date;
-  updatedAt: Date;
-}
+/** A campaign as stored; the same record the operator commands create. */
+export type CampaignRow = CampaignRecord;
 
 export async function getCampaign(sql: Sql, campaignId: number): Promise<CampaignRow | undefined> {
   const [row] = await sql<CampaignRow[]>`
