@@ -4,6 +4,7 @@ import { partitionQueueName } from '@quest/queue';
 import {
   createTestDatabase,
   createTestRedis,
+  OpenApiContract,
   type ServiceProcess,
   startProcess,
   startWorker,
@@ -20,6 +21,8 @@ export interface System {
   redis: TestRedis;
   baseUrl: string;
   api: ServiceProcess;
+  /** Every response the helpers below receive is checked against the server's own OpenAPI document. */
+  contract: OpenApiContract;
   workers: ServiceProcess[];
   env: Record<string, string>;
   startWorker(extra?: Record<string, string>): Promise<ServiceProcess>;
@@ -48,6 +51,7 @@ export async function startSystem(opts: { workers: number; partitions?: number; 
     env,
     baseUrl: '',
     api: undefined as unknown as ServiceProcess,
+    contract: undefined as unknown as OpenApiContract,
     workers: [],
     async startWorker(extra = {}) {
       const w = await startWorker({ ...env, ...extra });
@@ -62,6 +66,7 @@ export async function startSystem(opts: { workers: number; partitions?: number; 
       );
       system.api = api;
       system.baseUrl = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(api.output())![1]!;
+      system.contract = OpenApiContract.fromDocument(await (await fetch(`${system.baseUrl}/openapi.json`)).json());
     },
     async stop() {
       await Promise.all([system.api?.stop('SIGKILL'), ...system.workers.map((w) => w.stop('SIGKILL'))]);
@@ -96,12 +101,9 @@ export async function seed(
   return { ownerId, apiKey, questIds: rows.map((r) => r.id), accounts };
 }
 
-export async function post(system: System, path: string, body: unknown, headers: Record<string, string> = {}) {
-  const res = await fetch(system.baseUrl + path, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
-    body: typeof body === 'string' ? body : JSON.stringify(body),
-  });
+/** Send a request and check the answer against the OpenAPI document before handing it back. */
+async function send(system: System, method: 'GET' | 'POST', path: string, init: RequestInit) {
+  const res = await fetch(system.baseUrl + path, { ...init, method });
   const text = await res.text();
   let json: any;
   try {
@@ -109,12 +111,24 @@ export async function post(system: System, path: string, body: unknown, headers:
   } catch {
     json = text;
   }
+  system.contract.check(method, path, {
+    statusCode: res.status,
+    headers: Object.fromEntries(res.headers),
+    body: text,
+    json: () => JSON.parse(text),
+  });
   return { status: res.status, body: json, headers: res.headers };
 }
 
-export async function get(system: System, path: string, headers: Record<string, string> = {}) {
-  const res = await fetch(system.baseUrl + path, { headers });
-  return { status: res.status, body: (await res.json()) as any, headers: res.headers };
+export function post(system: System, path: string, body: unknown, headers: Record<string, string> = {}) {
+  return send(system, 'POST', path, {
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+}
+
+export function get(system: System, path: string, headers: Record<string, string> = {}) {
+  return send(system, 'GET', path, { headers });
 }
 
 /** The ledger invariants of the audit, checked directly. */

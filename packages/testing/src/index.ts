@@ -150,3 +150,4 @@ export async function createTestRedis(): Promise<TestRedis> {
   };
 }
 export * from './processes.ts';
+export * from './openapi.ts';
