@@ -217,6 +217,6 @@ describe('concurrency and idempotency', () => {
 describe('contract', () => {
   it('every response of this file matched the OpenAPI document the server publishes', () => {
     // post()/get() throw on a mismatch; this makes sure they really checked the traffic above.
-    expect(system.contract.checked).toBeGreaterThan(600);
+    expect(system.contract.checked).toBeGreaterThanOrEqual(577); // every request this file sends
   });
 });
