@@ -30,6 +30,9 @@ const program = new Command()
   .option('--workers <n>', 'worker processes for scenarios 1–4 and memory', (v) => Number.parseInt(v, 10))
   .option('--duration <seconds>', 'override the timed runs (throughput, hot, scale, limits)', (v) => Number(v))
   .option('--batch-concurrency <n>', 'batches in flight in the batch scenario', (v) => Number.parseInt(v, 10))
+  .option('--partitions <n>', 'QUEUE_PARTITIONS for the service (and the coalesced limit); default 16', (v) =>
+    Number.parseInt(v, 10),
+  )
   .addOption(
     new Option('--profile <role>', 'run the API and/or workers with node --cpu-prof and summarise').choices([
       'api',
@@ -53,6 +56,7 @@ const opts = program.opts<{
   workers?: number;
   duration?: number;
   batchConcurrency?: number;
+  partitions?: number;
   profile?: 'api' | 'worker' | 'all';
   out: string;
   pgUrl: string;
@@ -76,6 +80,7 @@ const selected = new Set<ScenarioName>(
 const cfg = benchConfig(opts.quick, {
   ...(opts.workers ? { workers: opts.workers } : {}),
   ...(opts.batchConcurrency ? { batchConcurrency: opts.batchConcurrency } : {}),
+  ...(opts.partitions ? { partitions: opts.partitions } : {}),
   ...(opts.duration
     ? { throughputS: opts.duration, hotS: opts.duration, limitS: opts.duration, coalescedS: Math.max(1, opts.duration / 2) }
     : {}),
