@@ -58,13 +58,25 @@ async function markFailed(deps: ProcessorDeps, items: readonly LedgerItem[]) {
     where r.quest_id = v.quest_id and r.request_key = v.request_key`.catch(() => {});
 }
 
+const FAILED: AllocationOutcome = { status: 'failed', code: 'ALLOCATION_FAILED' };
+
 export async function processAllocate(deps: ProcessorDeps, job: Job): Promise<AllocateJobResult> {
   const { items } = allocateJob.data.parse(job.data);
   const outcomes = await withRetry(deps, { jobId: job.id, items: items.length }, () => applyAllocations(deps.sql, items));
   if (outcomes) return { outcomes, worker: deps.workerId };
-  await markFailed(deps, items);
-  const failed: AllocationOutcome = { status: 'failed', code: 'ALLOCATION_FAILED' };
-  return { outcomes: items.map(() => failed), worker: deps.workerId };
+  if (items.length === 1) {
+    await markFailed(deps, items);
+    return { outcomes: [FAILED], worker: deps.workerId };
+  }
+  // A coalesced job carries other clients' requests: one item that cannot be applied must not fail
+  // them all. Apply the items one by one, still in order, so only the culprit fails.
+  const single: AllocationOutcome[] = [];
+  for (const item of items) {
+    const [outcome] = (await withRetry(deps, { jobId: job.id, key: item.key }, () => applyAllocations(deps.sql, [item]))) ?? [];
+    if (!outcome) await markFailed(deps, [item]);
+    single.push(outcome ?? FAILED);
+  }
+  return { outcomes: single, worker: deps.workerId };
 }
 
 interface BatchRow {
