@@ -5,7 +5,8 @@ import { createSql, type Sql } from '@quest/db';
 import { runLoad } from './http-load.ts';
 import { type BenchInfra, createInfra, REPO_ROOT } from './infra.ts';
 import { formatMachine, machineInfo } from './machine.ts';
-import { liveServices, type Service, type ServiceEnv, startApi, startWorkerProcess, waitForPool } from './procs.ts';
+import { bundleServices } from './build.ts';
+import { liveServices, useEntries, type Service, type ServiceEnv, startApi, startWorkerProcess, waitForPool } from './procs.ts';
 import { summarizeProfileDir } from './profile.ts';
 import {
   batchScenario,
@@ -34,6 +35,11 @@ const program = new Command()
     Number.parseInt(v, 10),
   )
   .addOption(
+    new Option('--runtime <kind>', 'run the services from TypeScript through tsx (as npm start does) or as an esbuild bundle')
+      .choices(['tsx', 'bundle'])
+      .default('tsx'),
+  )
+  .addOption(
     new Option('--profile <role>', 'run the API and/or workers with node --cpu-prof and summarise').choices([
       'api',
       'worker',
@@ -57,6 +63,7 @@ const opts = program.opts<{
   duration?: number;
   batchConcurrency?: number;
   partitions?: number;
+  runtime: 'tsx' | 'bundle';
   profile?: 'api' | 'worker' | 'all';
   out: string;
   pgUrl: string;
@@ -159,7 +166,12 @@ async function main() {
     await waitForPool(infra!.redis, infra!.prefix, cfg.partitions, ids, workers);
   };
 
-  log(`starting the API and ${cfg.workers} workers`);
+  if (opts.runtime === 'bundle') {
+    const dir = join(opts.out, `build-${tag}`);
+    useEntries(await bundleServices(dir));
+    log(`bundled the API and worker into ${dir}`);
+  }
+  log(`starting the API and ${cfg.workers} workers (${opts.runtime})`);
   const [api] = await Promise.all([startApi(env, profileArgs('api')), startWorkers(cfg.workers)]);
   log(`API at ${api.baseUrl}; workers ${workers.map((w) => `${w.name}(pid ${w.pid})`).join(', ')}`);
 
@@ -291,7 +303,7 @@ async function main() {
     `## Quest rewards bench — ${cfg.quick ? 'quick' : 'full'} run, ${startedAt.toISOString()} (${elapsedS.toFixed(0)} s)`,
     '',
     formatMachine(machine),
-    `config: ${cfg.workers} workers (scale: ${cfg.scaleWorkers.join('/')}), ${cfg.partitions} partitions, ${cfg.connections} connections, ` +
+    `config: ${opts.runtime} runtime, ${cfg.workers} workers (scale: ${cfg.scaleWorkers.join('/')}), ${cfg.partitions} partitions, ${cfg.connections} connections, ` +
       `throughput/hot ${cfg.throughputS}/${cfg.hotS} s, limit ${cfg.limitS} s (coalesced ${cfg.coalescedS} s), ` +
       `${cfg.latencyRequests} latency requests, batch ${cfg.batchItems} = ${Math.ceil(cfg.batchItems / cfg.batchSize)} × ${cfg.batchSize} (chunks of ${cfg.chunkSize})`,
     '',
@@ -317,6 +329,7 @@ async function main() {
     finishedAt: new Date().toISOString(),
     elapsedS,
     mode: cfg.quick ? 'quick' : 'full',
+    runtime: opts.runtime,
     scenarios: [...selected],
     config: cfg,
     machine,

@@ -42,6 +42,13 @@ export function freePort(): Promise<number> {
 
 const live = new Set<Service>();
 
+/** Entry points: the TypeScript sources through tsx (default) or a compiled bundle (--runtime bundle). */
+const entries = { api: 'apps/api/src/server.ts', worker: 'apps/worker/src/main.ts' };
+export function useEntries(e: { api: string; worker: string }) {
+  entries.api = e.api;
+  entries.worker = e.worker;
+}
+
 /** Every child still running (for the Ctrl-C / failure path). */
 export function liveServices(): Service[] {
   return [...live];
@@ -54,7 +61,8 @@ function spawnService(
   env: Record<string, string>,
   nodeArgs: string[] = [],
 ): Service {
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', entry], {
+  const loader = entry.endsWith('.ts') ? ['--import', 'tsx'] : [];
+  const child = spawn(process.execPath, [...nodeArgs, ...loader, entry], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -137,7 +145,7 @@ export interface ServiceEnv {
  */
 export async function startApi(env: ServiceEnv, nodeArgs: string[] = []): Promise<Service & { baseUrl: string }> {
   const port = await freePort();
-  const svc = spawnService('api', 'api', 'apps/api/src/server.ts', { ...env, HOST: '127.0.0.1', PORT: String(port) }, nodeArgs);
+  const svc = spawnService('api', 'api', entries.api, { ...env, HOST: '127.0.0.1', PORT: String(port) }, nodeArgs);
   const baseUrl = `http://127.0.0.1:${port}`;
   try {
     await until('API readiness (GET /readyz)', svc, 60_000, async () => {
@@ -153,7 +161,7 @@ export async function startApi(env: ServiceEnv, nodeArgs: string[] = []): Promis
 }
 
 export function startWorkerProcess(env: ServiceEnv, workerId: string, nodeArgs: string[] = []): Service {
-  return spawnService('worker', workerId, 'apps/worker/src/main.ts', { ...env, WORKER_ID: workerId }, nodeArgs);
+  return spawnService('worker', workerId, entries.worker, { ...env, WORKER_ID: workerId }, nodeArgs);
 }
 
 /** BullMQ names a worker's Redis connections `${prefix}:${base64(queue)}:w:${workerName}`. */
