@@ -24,6 +24,8 @@ export function displayPrefix(key: string): string {
 
 /** Deterministic request key for an idempotent allocation, scoped by owner and quest. */
 export function idempotentRequestKey(ownerId: string, questId: number, idempotencyKey: string, kind: 'alc' | 'bat'): string {
-  const digest = createHash('sha256').update(`${ownerId}\u0000${questId}\u0000${idempotencyKey}`).digest('base64url');
+  const digest = createHash('sha256')
+    .update(`${kind}\u0000${ownerId}\u0000${questId}\u0000${idempotencyKey}`)
+    .digest('base64url');
   return `${kind}_k${digest.slice(0, 32)}`;
 }
