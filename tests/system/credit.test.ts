@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -89,6 +90,17 @@ function jsonOf(result: CliResult): any {
   const lines = result.stdout.split('\n').filter((l) => l !== '');
   expect(lines, `stdout: ${result.stdout}\nstderr: ${result.stderr}`).toHaveLength(1);
   return JSON.parse(lines[0]!);
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
 }
 
 function expectNoStack(result: CliResult): void {
@@ -281,6 +293,38 @@ describe('quest-admin credit', () => {
     await exactlyOnce();
   }, 180_000);
 
+  it('rides out an API restart mid-run: network errors are retried with the same keys, every row credited once', async () => {
+    const port = await freePort();
+    const startApi = () =>
+      startProcess(
+        'apps/api/src/server.ts',
+        { ...system.env, PORT: String(port) },
+        /Server listening at http:\/\/127\.0\.0\.1:\d+/,
+      );
+    let api = await startApi();
+    try {
+      const rows: Row[] = Array.from({ length: 10_000 }, (_, i) => ({ address: address(i + 1), points: '2' }));
+      const questId = await newQuest(1_000_000);
+      const file = await writeCsv('restart.csv', rows);
+      const run = startCli(credit(questId, file, { baseUrl: `http://127.0.0.1:${port}`, extra: ['--batch-size', '500'] }));
+      const deadline = Date.now() + 60_000;
+      while ((await payoutsOf(questId)).n === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      await api.stop('SIGKILL');
+      await new Promise((r) => setTimeout(r, 500));
+      api = await startApi();
+      const result = await run.result;
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stderr).toMatch(/^warning: batch \d+ of 20 .*; retry 1 of 7 in/m);
+      expect(jsonOf(result)).toMatchObject({ batches: 20, total: 10_000, succeeded: 10_000, failed: 0, failedFile: null });
+      expect(await payoutsOf(questId)).toEqual({ n: 10_000, s: 20_000 });
+      const [batches] = await system.db.sql<{ n: number }[]>`select count(*)::int as n from batches where quest_id = ${questId}`;
+      expect(batches!.n).toBe(20);
+      expect(await auditViolations(system)).toEqual([]);
+    } finally {
+      await api.stop('SIGKILL');
+    }
+  }, 120_000);
+
   it('usage errors exit 2 with a usage message and no stack trace', async () => {
     const file = await writeCsv('usage.csv', [{ address: address(1), points: '1' }]);
     const key = owner.apiKey;
@@ -316,7 +360,11 @@ describe('quest-admin credit', () => {
     const wrong = await cli(...credit(questId, file, { key: generateApiKey() }));
     expect(wrong.code, wrong.stderr).toBe(1);
     expectNoStack(wrong);
-    expect(wrong.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^error: batch 1 of 1 .*401 INVALID_API_KEY/)]);
+    // One error line (besides progress lines, printed every 2 s on a busy machine).
+    const lines = wrong.stderr.trim().split('\n');
+    expect(lines.filter((l) => !/^(scanning|crediting)/.test(l))).toEqual([
+      expect.stringMatching(/^error: batch 1 of 1 \(CSV lines 2–3\) was refused with 401 INVALID_API_KEY: /),
+    ]);
     expect(jsonOf(wrong)).toMatchObject({ quest: questId, batches: 0, succeeded: 0, error: { code: 'INVALID_API_KEY' } });
 
     const bad = join(dir, 'malformed.csv');

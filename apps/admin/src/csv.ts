@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { parse } from 'csv-parse';
@@ -64,4 +65,87 @@ export async function openAccountCsv(path: string): Promise<AccountCsv> {
     if (column < 0) throw new CliError('INVALID_CSV', `${path}: the file is empty; expected a header line "pass"`);
   }
   return { size, bytesRead: () => bytes, rows: rows() };
+}
+
+/** One data row of a credit CSV, as the file has it (trimmed); the caller validates it. */
+export interface CreditCsvRow {
+  /** 1-based line number on which the row ends (the header is line 1). */
+  line: number;
+  address: string;
+  points: string;
+}
+
+export interface CreditCsv {
+  /** File size in bytes, for progress. */
+  size: number;
+  /** Bytes read so far. */
+  bytesRead(): number;
+  /** SHA-256 (hex) of every byte of the file; complete once `rows` has been read to the end. */
+  sha256(): string;
+  rows: AsyncIterable<CreditCsvRow>;
+}
+
+/**
+ * Stream a credit CSV: a header naming an `address` and a `points` column (any order, any case;
+ * other columns ignored), then one row per credit. The bytes are hashed as they stream by, so the
+ * file's digest costs no second read. Memory stays at the parser's buffer, whatever the file size.
+ */
+export async function openCreditCsv(path: string): Promise<CreditCsv> {
+  let size: number;
+  try {
+    const info = await stat(path);
+    if (!info.isFile()) throw new Error('not a regular file');
+    size = info.size;
+  } catch (error) {
+    throw new CliError('FILE_NOT_READABLE', `cannot read ${path}: ${(error as Error).message}`);
+  }
+  const hash = createHash('sha256');
+  let digest: string | undefined;
+  let bytes = 0;
+  async function* rows(): AsyncGenerator<CreditCsvRow> {
+    const source = createReadStream(path);
+    source.on('data', (chunk) => {
+      hash.update(chunk);
+      bytes += chunk.length;
+    });
+    source.on('end', () => {
+      digest = hash.digest('hex');
+    });
+    const parser = source.pipe(parse({ bom: true, info: true, trim: true, skip_empty_lines: true, relax_column_count: true }));
+    source.on('error', (error) => parser.destroy(error));
+    let columns: { address: number; points: number } | undefined;
+    try {
+      for await (const { record, info } of parser as AsyncIterable<{ record: string[]; info: { lines: number } }>) {
+        if (!columns) {
+          const names = record.map((name) => name.trim().toLowerCase());
+          columns = { address: names.indexOf('address'), points: names.indexOf('points') };
+          if (columns.address < 0 || columns.points < 0) {
+            throw new CliError(
+              'INVALID_CSV',
+              `${path}: the first line must be a header with "address" and "points" columns (got: ${record.join(',').slice(0, 200)})`,
+            );
+          }
+          continue;
+        }
+        yield { line: info.lines, address: record[columns.address] ?? '', points: record[columns.points] ?? '' };
+      }
+    } catch (error) {
+      if (error instanceof CliError) throw error;
+      const code = (error as { code?: string }).code;
+      if (code?.startsWith('CSV_')) throw new CliError('INVALID_CSV', `${path}: ${(error as Error).message}`);
+      throw new CliError('FILE_NOT_READABLE', `cannot read ${path}: ${(error as Error).message}`);
+    } finally {
+      source.destroy();
+    }
+    if (!columns) throw new CliError('INVALID_CSV', `${path}: the file is empty; expected a header line "address,points"`);
+  }
+  return {
+    size,
+    bytesRead: () => bytes,
+    sha256: () => {
+      if (digest === undefined) throw new Error('the file has not been read to the end yet');
+      return digest;
+    },
+    rows: rows(),
+  };
 }

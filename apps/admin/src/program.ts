@@ -13,6 +13,7 @@ import {
 } from './args.ts';
 import { accountCreate, accountImport } from './commands/accounts.ts';
 import { auditCommand } from './commands/audit.ts';
+import { registerCreditCommand } from './commands/credit.ts';
 import { demo } from './commands/demo.ts';
 import { featuresSet, featuresShow } from './commands/features.ts';
 import { keyCreate, keyRevoke, ownerCreate } from './commands/owners.ts';
@@ -158,6 +159,8 @@ export function buildProgram(ctx: Context, emit: (output: CommandOutput) => void
     .command('demo')
     .description('Create a demo owner, key, campaign, two quests and three accounts, and print curl commands to try the API')
     .action(() => run(() => demo(ctx)));
+
+  registerCreditCommand(program, ctx, run);
 
   return program;
 }
