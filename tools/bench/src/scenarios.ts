@@ -247,7 +247,7 @@ export async function latencyScenario(ctx: Ctx): Promise<ScenarioOutput> {
   const r = rng(1);
   const pickAccount = () => ctx.accounts[Math.floor(r() * cfg.accountPool)]!;
   ctx.log(`latency: ${n} sequential POSTs, 1 connection`);
-  const { result: load } = await measured(ctx, 'latency (service)', () =>
+  const { result: load, cpu: svcCpu } = await measured(ctx, 'latency (service)', () =>
     runLoad({
       baseUrl: ctx.api.baseUrl,
       apiKey: owner.apiKey,
@@ -260,7 +260,7 @@ export async function latencyScenario(ctx: Ctx): Promise<ScenarioOutput> {
 
   const [limQuest] = await seedQuests(infra.sql, owner.ownerId, 1, 'latency-limit');
   ctx.log(`latency: limit, ${n} sequential ledger transactions`);
-  const { result: direct } = await withLimitPool(ctx, 1, (sql) =>
+  const { result: direct, cpu: limitCpu } = await withLimitPool(ctx, 1, (sql) =>
     measured(ctx, 'latency (limit)', () =>
       directSingle(sql, {
         concurrency: 1,
@@ -281,9 +281,11 @@ export async function latencyScenario(ctx: Ctx): Promise<ScenarioOutput> {
       { metric: 'p99', unit: 'ms', service: load.latency.p99, limit: direct.latency.p99 },
       { metric: 'allocations/s (1 client)', unit: '/s', service: load.rate, limit: direct.rate },
     ],
-    { service: lean(load), limit: lean(direct) },
+    { service: { ...lean(load), cpu: svcCpu }, limit: { ...lean(direct), cpu: limitCpu } },
     [
       `latency: ${load.ok200} × 200, ${load.accepted202} × 202; max ${formatValue(load.latency.max, 'ms')} (limit max ${formatValue(direct.latency.max, 'ms')})`,
+      cpuNote('latency (service)', load.elapsedS, svcCpu, load.ok200),
+      cpuNote('latency (limit)', direct.elapsedS, limitCpu, direct.completed),
     ],
   );
 }
@@ -369,11 +371,26 @@ async function throughputServiceRun(
   return { load, verdict, quests, cpu, jobs, rss } satisfies ServiceRun;
 }
 
-function cpuNote(label: string, elapsedS: number, cpu: Record<string, number>): string {
+/** CPU used per process group during a run and, given the number of credits, per credit (µs). */
+export function cpuNote(label: string, elapsedS: number, cpu: Record<string, number>, credits?: number): string {
   const parts = Object.entries(cpu)
     .sort((a, b) => b[1] - a[1])
     .map(([k, v]) => `${k} ${v.toFixed(1)} s (${Math.round((100 * v) / elapsedS)}%)`);
-  return `${label}: CPU over ${elapsedS.toFixed(1)} s wall: ${parts.join(', ')}`;
+  let per = '';
+  if (credits) {
+    const groups: Record<string, number> = {};
+    for (const [k, v] of Object.entries(cpu)) {
+      if (k.startsWith('other')) continue;
+      const g = k.startsWith('bench-w') ? 'workers' : k.startsWith('bench (') ? 'bench' : k.split(' ')[0]!;
+      groups[g] = (groups[g] ?? 0) + v;
+    }
+    const total = Object.values(groups).reduce((a, b) => a + b, 0);
+    per = `; per credit: ${Object.entries(groups)
+      .sort((a, b) => b[1] - a[1])
+      .map(([k, v]) => `${k} ${Math.round((v * 1e6) / credits)} µs`)
+      .join(', ')} (total ${Math.round((total * 1e6) / credits)} µs)`;
+  }
+  return `${label}: CPU over ${elapsedS.toFixed(1)} s wall: ${parts.join(', ')}${per}`;
 }
 
 async function singleLimit(ctx: Ctx, label: string, hot: boolean, durationS: number, seed: number) {
@@ -425,7 +442,7 @@ export async function throughputScenario(
   const notes = [
     `${which}: ${svc.load.ok200} × 200, ${svc.load.accepted202} × 202, non-2xx ${JSON.stringify(svc.load.otherStatus)}, ` +
       `in flight at stop ${svc.load.sent - svc.load.received}; ${svc.jobs.jobs} jobs, ${(svc.jobs.items / Math.max(1, svc.jobs.jobs)).toFixed(1)} items/job; share ${shareText(svc.jobs)}`,
-    cpuNote(`${which} (service)`, svc.load.elapsedS, svc.cpu),
+    cpuNote(`${which} (service)`, svc.load.elapsedS, svc.cpu, svc.load.ok200),
   ];
   const verdicts = [svc.verdict];
   let single: Awaited<ReturnType<typeof singleLimit>> | undefined;
@@ -438,8 +455,8 @@ export async function throughputScenario(
     ctx.log(`${which}: limit, coalesced lists (${cfg.partitions} partitions, ${cfg.connections} clients), ${cfg.coalescedS} s`);
     coalesced = await coalescedLimit(ctx, `${which}-limit-coalesced`, hot, cfg.coalescedS, hot ? 23 : 22);
     verdicts.push(coalesced.verdict);
-    notes.push(cpuNote(`${which} limit (single-item)`, single.direct.elapsedS, single.cpu));
-    notes.push(cpuNote(`${which} limit (coalesced)`, coalesced.direct.elapsedS, coalesced.cpu));
+    notes.push(cpuNote(`${which} limit (single-item)`, single.direct.elapsedS, single.cpu, single.direct.completed));
+    notes.push(cpuNote(`${which} limit (coalesced)`, coalesced.direct.elapsedS, coalesced.cpu, coalesced.direct.completed));
     notes.push(
       `${which} limit: single-item ${single.direct.transactions} tx; coalesced ${coalesced.direct.transactions} tx, ` +
         `${coalesced.direct.itemsPerTransaction?.toFixed(1)} items/tx, per-item wait p50 ${formatValue(coalesced.direct.latency.p50, 'ms')} p99 ${formatValue(coalesced.direct.latency.p99, 'ms')}`,
@@ -523,7 +540,7 @@ export async function scaleScenario(ctx: Ctx): Promise<ScenarioOutput> {
     });
     rows.push({ metric: `speed-up vs 1 worker, ${n}w`, unit: 'x', service: svc.load.rate / base, limit: undefined, ratio: null });
     rows.push({ metric: `work share, ${n}w (items by worker)`, unit: 'text', service: shareText(svc.jobs), limit: undefined });
-    notes.push(cpuNote(`scale ${n}w`, svc.load.elapsedS, svc.cpu));
+    notes.push(cpuNote(`scale ${n}w`, svc.load.elapsedS, svc.cpu, svc.load.ok200));
     notes.push(
       `scale ${n}w: peak RSS ${Object.entries(svc.rss ?? {})
         .map(([k, v]) => `${k} ${v.peakRssMb.toFixed(0)} MB`)
@@ -605,9 +622,9 @@ export async function batchScenario(ctx: Ctx): Promise<ScenarioOutput> {
     },
     [
       `batch: in flight ${conc.answered200} × 200 + ${conc.answered202} × 202, per batch ${p(conc.batchMs)}; sequential ${seq.answered200} × 200 + ${seq.answered202} × 202, per batch ${p(seq.batchMs)}; limit ${direct.transactions} chunk tx, chunk p50 ${formatValue(direct.latency.p50, 'ms')}`,
-      cpuNote('batch in flight (service)', conc.elapsedS, concCpu),
-      cpuNote('batch sequential (service)', seq.elapsedS, seqCpu),
-      cpuNote('batch (limit)', direct.elapsedS, limitCpu),
+      cpuNote('batch in flight (service)', conc.elapsedS, concCpu, conc.succeeded),
+      cpuNote('batch sequential (service)', seq.elapsedS, seqCpu, seq.succeeded),
+      cpuNote('batch (limit)', direct.elapsedS, limitCpu, direct.completed),
     ],
   );
 }
