@@ -3,7 +3,7 @@ import { databaseEnv, parseEnv, z } from '@quest/config';
 /** Everything the admin CLI reads from its environment, parsed once at start-up. */
 export const adminEnvSchema = z.object({
   DATABASE_URL: databaseEnv.DATABASE_URL,
-  /** Where the API listens; used only to print the demo's curl commands. */
+  /** Where the API listens: the target of `credit` and of the demo's curl commands. */
   API_BASE_URL: z
     .string()
     .default('http://127.0.0.1:3000')
