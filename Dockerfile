@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
-# One image for every process of the Quest Rewards Service. TypeScript runs through tsx, as in
-# development, so there is no build step. The default command is the API; compose overrides it
+# One image for every process of the Quest Rewards Service. The api and worker run as esbuild
+# bundles of the workspace TypeScript (`npm run build`, third-party packages stay in node_modules);
+# the admin CLI and migrations run through tsx. The default command is the API; compose overrides it
 # for the worker (`npm run start --workspace @quest/worker`) and the one-shot migration
 # (`npm run migrate`). The admin CLI is in the image too: `docker compose run --rm api npx quest-admin …`.
 
@@ -21,10 +22,12 @@ ENV NODE_ENV=production \
     NPM_CONFIG_AUDIT=false
 WORKDIR /app
 COPY --from=manifests /src/ ./
-# Production dependencies only: tsx is a dependency of every app; test and lint tools are not needed.
+# Production dependencies only (tsx and esbuild are dependencies of the apps; test and lint tools
+# are not needed), then the bundles.
 RUN npm ci --omit=dev \
  && npm cache clean --force
 COPY . .
+RUN node scripts/build.mjs
 # tsx keeps its transform cache under the OS temp dir; everything else is read-only at run time.
 USER node
 EXPOSE 3000

@@ -1,9 +1,14 @@
-import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import postgres from 'postgres';
 import shift from 'postgres-shift';
 import { createSql } from './client.ts';
 
-export const MIGRATIONS_DIR = fileURLToPath(new URL('../migrations', import.meta.url));
+/**
+ * Found through the package, not relative to this file, so it also resolves when this module is
+ * bundled into an app (scripts/build.mjs).
+ */
+export const MIGRATIONS_DIR = join(dirname(createRequire(import.meta.url).resolve('@quest/db/package.json')), 'migrations');
 
 /** Arbitrary constant: the advisory lock every migrating process queues on. */
 const MIGRATION_LOCK_ID = 7_351_042_001;

@@ -22,7 +22,9 @@ export async function startProcess(
   readyText: string | RegExp,
   timeoutMs = 30_000,
 ): Promise<ServiceProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+  // TypeScript runs through tsx; a built bundle (.mjs/.js) runs with plain node, as in production.
+  const args = /\.(mjs|js)$/.test(entry) ? [entry] : ['--import', 'tsx', entry];
+  const child = spawn(process.execPath, args, {
     cwd: REPO_ROOT,
     env: { ...process.env, LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

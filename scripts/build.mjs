@@ -1,0 +1,47 @@
+#!/usr/bin/env node
+// Bundle the deployable processes (api, worker) into one ESM file each, with esbuild.
+//
+// Only this repository's TypeScript (@quest/* workspaces and the app itself) goes into the bundle;
+// third-party packages stay external and load from node_modules as usual, because some of them
+// read their own files at run time (e.g. @fastify/swagger-ui's static assets). Running the bundle
+// with plain `node` instead of through tsx's run-time transpiler saves about 70 MB of RSS per
+// process and most of the start-up time. Development and tests still run the TypeScript directly.
+import { build } from 'esbuild';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+
+/** Everything imported by bare name is external, except our own workspace packages. */
+const thirdPartyExternal = {
+  name: 'third-party-external',
+  setup(b) {
+    b.onResolve({ filter: /^[^./]/ }, (args) =>
+      args.path.startsWith('@quest/') ? undefined : { path: args.path, external: true },
+    );
+  },
+};
+
+const targets = [
+  { entry: 'apps/api/src/server.ts', out: 'apps/api/dist/server.mjs' },
+  { entry: 'apps/worker/src/main.ts', out: 'apps/worker/dist/main.mjs' },
+];
+
+const only = process.argv.slice(2);
+await Promise.all(
+  targets
+    .filter((t) => only.length === 0 || only.some((o) => t.entry.includes(o)))
+    .map((t) =>
+      build({
+        absWorkingDir: root,
+        entryPoints: [t.entry],
+        outfile: t.out,
+        bundle: true,
+        platform: 'node',
+        format: 'esm',
+        target: 'node20',
+        sourcemap: true,
+        logLevel: 'warning',
+        plugins: [thirdPartyExternal],
+      }),
+    ),
+);
