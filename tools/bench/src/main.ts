@@ -6,7 +6,16 @@ import { runLoad } from './http-load.ts';
 import { type BenchInfra, createInfra, REPO_ROOT } from './infra.ts';
 import { formatMachine, machineInfo } from './machine.ts';
 import { bundleServices } from './build.ts';
-import { liveServices, useEntries, type Service, type ServiceEnv, startApi, startWorkerProcess, waitForPool } from './procs.ts';
+import {
+  liveServices,
+  setBenchDatabase,
+  useEntries,
+  type Service,
+  type ServiceEnv,
+  startApi,
+  startWorkerProcess,
+  waitForPool,
+} from './procs.ts';
 import { summarizeProfileDir } from './profile.ts';
 import {
   batchScenario,
@@ -140,6 +149,7 @@ async function main() {
   log(`${cfg.quick ? 'quick' : 'full'} run, scenarios: ${[...selected].join(', ')}`);
   infra = await createInfra({ pgUrl: opts.pgUrl, redisUrl: opts.redisUrl, tag });
   const { sql } = infra;
+  setBenchDatabase(infra.dbName);
   const machine = await machineInfo(sql, infra.redis);
   console.log(formatMachine(machine));
   log(`database ${infra.dbName}, Redis prefix ${infra.prefix}`);

@@ -296,6 +296,32 @@ export function machineCpu(): { busy: number; total: number } {
 }
 
 const OTHER = 'other processes (not this bench)';
+const OTHER_PG = 'other processes: postgres backends of other databases';
+
+let benchDatabase = '';
+/** The bench database's name, to tell its PostgreSQL backends from those of other users of the server. */
+export function setBenchDatabase(name: string) {
+  benchDatabase = name;
+}
+
+/**
+ * Which PostgreSQL process: a backend (or autovacuum worker) of the bench database, a shared
+ * server process (WAL writer, checkpointer, …, postmaster), or a backend of another database —
+ * the server is shared with other people's tests, whose work is not ours.
+ */
+function postgresGroup(pid: string): string {
+  let title = '';
+  try {
+    title = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim();
+  } catch {
+    return OTHER_PG;
+  }
+  if (benchDatabase && title.split(/\s+/).includes(benchDatabase)) return 'postgres (bench database)';
+  const shared =
+    /: (checkpointer|background writer|walwriter|autovacuum launcher|logical replication launcher|archiver|stats collector|startup|walsender)/;
+  if (!title.startsWith('postgres:') || shared.test(title)) return 'postgres (shared: WAL, checkpoints)';
+  return OTHER_PG;
+}
 
 /**
  * CPU seconds used so far per process, labelled: each named service process, this bench process,
@@ -313,8 +339,7 @@ export function cpuSnapshot(services: readonly Service[]): CpuSnapshot {
     const c = cpuSeconds(entry);
     if (!c) continue;
     const group =
-      byPid.get(entry) ??
-      (c.comm === 'postgres' ? 'postgres (all processes)' : c.comm === 'redis-server' ? 'redis-server' : undefined);
+      byPid.get(entry) ?? (c.comm === 'postgres' ? postgresGroup(entry) : c.comm === 'redis-server' ? 'redis-server' : undefined);
     if (group) snap.set(entry, { group, cpu: c.cpu });
   }
   snap.set('machine', { group: OTHER, cpu: machineCpu().busy });
@@ -339,8 +364,11 @@ export function cpuDelta(before: CpuSnapshot, after: CpuSnapshot): Record<string
   return out;
 }
 
+/** CPU seconds of everything that is not the bench, the service, its database or Redis. */
 export function otherCpu(delta: Record<string, number>): number {
-  return delta[OTHER] ?? 0;
+  return Object.entries(delta)
+    .filter(([k]) => k.startsWith('other'))
+    .reduce((a, [, v]) => a + v, 0);
 }
 
 /**
