@@ -316,7 +316,7 @@ function postgresGroup(pid: string): string {
   } catch {
     return OTHER_PG;
   }
-  if (benchDatabase && title.split(/\s+/).includes(benchDatabase)) return 'postgres (bench database)';
+  if (benchDatabase && title.split(/\s+/).includes(benchDatabase)) return BENCH_DB_GROUP;
   const shared =
     /: (checkpointer|background writer|walwriter|autovacuum launcher|logical replication launcher|archiver|stats collector|startup|walsender)/;
   if (!title.startsWith('postgres:') || shared.test(title)) return 'postgres (shared: WAL, checkpoints)';
@@ -347,11 +347,12 @@ export function cpuSnapshot(services: readonly Service[]): CpuSnapshot {
 }
 
 /** CPU seconds per label between two snapshots; `other processes` = machine busy time − the labelled ones. */
-export function cpuDelta(before: CpuSnapshot, after: CpuSnapshot): Record<string, number> {
+export function cpuDelta(before: CpuSnapshot, after: CpuSnapshot, relabel?: ReadonlyMap<string, string>): Record<string, number> {
   const out: Record<string, number> = {};
   let known = 0;
-  for (const [pid, { group, cpu }] of after) {
+  for (const [pid, { group: g, cpu }] of after) {
     if (pid === 'machine') continue;
+    const group = relabel?.get(pid) ?? g;
     const d = cpu - (before.get(pid)?.cpu ?? 0);
     if (d > 0) {
       out[group] = (out[group] ?? 0) + d;
@@ -362,6 +363,13 @@ export function cpuDelta(before: CpuSnapshot, after: CpuSnapshot): Record<string
   out[OTHER] = Math.max(0, machine - known);
   for (const k of Object.keys(out)) out[k] = Math.round(out[k]! * 100) / 100;
   return out;
+}
+
+export const BENCH_DB_GROUP = 'postgres (bench database)';
+
+/** pids of the snapshot that are backends of the bench database. */
+export function benchDatabasePids(snap: CpuSnapshot): string[] {
+  return [...snap].filter(([, v]) => v.group === BENCH_DB_GROUP).map(([pid]) => pid);
 }
 
 /** CPU seconds of everything that is not the bench, the service, its database or Redis. */

@@ -5,7 +5,7 @@ import { type BatchHttpResult, runBatchesHttp } from './batch-http.ts';
 import { type DirectResult, directBatches, directCoalesced, directSingle } from './direct.ts';
 import { type LoadResult, runLoad } from './http-load.ts';
 import type { BenchInfra } from './infra.ts';
-import { cpuDelta, cpuSnapshot, otherCpu, type Service, sampleRss, waitForQuiet } from './procs.ts';
+import { benchDatabasePids, cpuDelta, cpuSnapshot, otherCpu, type Service, sampleRss, waitForQuiet } from './procs.ts';
 import os from 'node:os';
 import type { Window } from './profile.ts';
 import { type Owner, seedQuests } from './seed.ts';
@@ -143,7 +143,8 @@ async function measured<T>(
   const result = await fn();
   ctx.windows.push({ label, fromUs, toUs: Number(process.hrtime.bigint() / 1000n) });
   const wallS = (Date.now() - t0) / 1000;
-  const cpu = cpuDelta(before, cpuSnapshot(services));
+  const after = cpuSnapshot(services);
+  const cpu = cpuDelta(before, after, await backendLabels(ctx, benchDatabasePids(after)));
   const other = otherCpu(cpu);
   const share = other / (wallS * os.availableParallelism());
   if (share > 0.1) {
@@ -152,6 +153,34 @@ async function measured<T>(
     ctx.log(`WARNING ${msg}`);
   }
   return { result, cpu, wallS };
+}
+
+/**
+ * Who each bench-database backend works for (pg_stat_activity: application_name, backend type),
+ * so PostgreSQL's CPU splits into API queries, worker transactions, limit transactions, autovacuum.
+ */
+async function backendLabels(ctx: Ctx, pids: string[]): Promise<Map<string, string>> {
+  const labels = new Map<string, string>();
+  if (!pids.length) return labels;
+  const rows = await ctx.infra.sql<{ pid: number; application_name: string; backend_type: string }[]>`
+    select pid, application_name, backend_type from pg_stat_activity where pid = any(${pids.map(Number)}::int[])`.catch(() => []);
+  for (const r of rows) {
+    const a = r.application_name;
+    const who =
+      r.backend_type === 'autovacuum worker'
+        ? 'autovacuum'
+        : a.startsWith('quest-api')
+          ? 'API queries'
+          : a.startsWith('quest-worker')
+            ? 'worker transactions'
+            : a.startsWith('quest-bench-limit')
+              ? 'limit transactions'
+              : a.startsWith('quest-bench')
+                ? 'bench checks'
+                : a || r.backend_type;
+    labels.set(String(r.pid), `postgres: ${who}`);
+  }
+  return labels;
 }
 
 async function withLimitPool<T>(ctx: Ctx, max: number, fn: (sql: Sql) => Promise<T>): Promise<T> {
@@ -381,7 +410,7 @@ export function cpuNote(label: string, elapsedS: number, cpu: Record<string, num
     const groups: Record<string, number> = {};
     for (const [k, v] of Object.entries(cpu)) {
       if (k.startsWith('other')) continue;
-      const g = k.startsWith('bench-w') ? 'workers' : k.startsWith('bench (') ? 'bench' : k.split(' ')[0]!;
+      const g = k.startsWith('bench-w') ? 'workers' : k.startsWith('bench (') ? 'bench' : k.split(/[ :]/)[0]!;
       groups[g] = (groups[g] ?? 0) + v;
     }
     const total = Object.values(groups).reduce((a, b) => a + b, 0);
