@@ -21,10 +21,10 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * head of its partition: a BullMQ retry would let later jobs overtake it. Returns undefined when
  * the attempts are spent or the error is permanent.
  */
-async function withRetry<T>(deps: ProcessorDeps, what: object, fn: () => Promise<T>): Promise<T | undefined> {
+async function withRetry<T>(deps: ProcessorDeps, what: object, fn: (attempt: number) => Promise<T>): Promise<T | undefined> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await fn();
+      return await fn(attempt);
     } catch (error) {
       if (error instanceof BatchProgressMoved) throw error;
       const kind = classifyDbError(error);
@@ -62,7 +62,13 @@ const FAILED: AllocationOutcome = { status: 'failed', code: 'ALLOCATION_FAILED' 
 
 export async function processAllocate(deps: ProcessorDeps, job: Job): Promise<AllocateJobResult> {
   const { items } = allocateJob.data.parse(job.data);
-  const outcomes = await withRetry(deps, { jobId: job.id, items: items.length }, () => applyAllocations(deps.sql, items));
+  // On a job's first delivery and first try, only client-keyed items can have a stored outcome; a
+  // redelivered job (its worker died) or a retry (a commit may have landed) looks up every item.
+  const firstDelivery = (job.attemptsStarted ?? 1) <= 1 && !job.stalledCounter;
+  const lookup = (attempt: number) => (firstDelivery && attempt === 1 ? 'idempotent' : 'all');
+  const outcomes = await withRetry(deps, { jobId: job.id, items: items.length }, (attempt) =>
+    applyAllocations(deps.sql, items, { lookup: lookup(attempt) }),
+  );
   if (outcomes) return { outcomes, worker: deps.workerId };
   if (items.length === 1) {
     await markFailed(deps, items);
@@ -72,7 +78,9 @@ export async function processAllocate(deps: ProcessorDeps, job: Job): Promise<Al
   // them all. Apply the items one by one, still in order, so only the culprit fails.
   const single: AllocationOutcome[] = [];
   for (const item of items) {
-    const [outcome] = (await withRetry(deps, { jobId: job.id, key: item.key }, () => applyAllocations(deps.sql, [item]))) ?? [];
+    const [outcome] =
+      (await withRetry(deps, { jobId: job.id, key: item.key }, () => applyAllocations(deps.sql, [item], { lookup: 'all' }))) ??
+      [];
     if (!outcome) await markFailed(deps, [item]);
     single.push(outcome ?? FAILED);
   }
@@ -144,7 +152,7 @@ export async function processBatch(deps: ProcessorDeps, job: Job): Promise<Batch
     try {
       const applied = await withRetry(deps, { batchId: data.batchId, start }, () =>
         applyAllocations(sql, items, {
-          knownFresh: true,
+          lookup: 'none',
           afterWrites: async (tx, s) => {
             const moved = await tx`
               update batches set

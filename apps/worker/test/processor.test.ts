@@ -21,7 +21,8 @@ const deps = (over: Partial<ProcessorDeps> = {}): ProcessorDeps => ({
   logger,
   ...over,
 });
-const job = (items: unknown[]) => ({ id: '1', name: 'allocate', data: { items } }) as unknown as Job;
+const job = (items: unknown[], attemptsStarted = 1) =>
+  ({ id: '1', name: 'allocate', data: { items }, attemptsStarted, stalledCounter: 0 }) as unknown as Job;
 
 let questId: number;
 beforeAll(async () => {
@@ -66,6 +67,23 @@ describe('processAllocate', () => {
     expect(paid.map((p) => p.request_key)).toEqual(['b1', 'b3']);
     const [q] = await db.sql<{ points_remaining: number }[]>`select points_remaining from quests where id = ${questId}`;
     expect(q!.points_remaining).toBe(1000 - 10 - 2);
+  });
+
+  it('replays a redelivered job (its worker died after committing) instead of crediting again', async () => {
+    const items = [
+      { key: 'alc_0redeliver1', questId, points: 2, address: address(1) },
+      { key: 'alc_0redeliver2', questId, points: 3, address: address(3) },
+    ];
+    const first = await processAllocate(deps(), job(items));
+    const count = async () => (await db.sql`select 1 from payouts where request_key like 'alc_0redeliver%'`).length;
+    expect(await count()).toBe(2);
+    const redelivered = await processAllocate(deps(), job(items, 2));
+    expect(redelivered.outcomes).toEqual(first.outcomes);
+    // Even if a redelivery were mistaken for a first delivery, the unique (quest, request key)
+    // constraint refuses the second credit and the item-by-item path replays the stored outcome.
+    const mistaken = await processAllocate(deps(), job(items, 1));
+    expect(mistaken.outcomes).toEqual(first.outcomes);
+    expect(await count()).toBe(2);
   });
 
   it('gives up after bounded retries when the database is unreachable, and answers failed', async () => {

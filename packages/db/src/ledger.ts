@@ -3,6 +3,7 @@ import {
   type AllocationOutcome,
   type Decision,
   decideAllocations,
+  isIdempotentRequestKey,
   newId,
   type RejectionCode,
 } from '@quest/domain';
@@ -38,11 +39,16 @@ export interface LedgerItem {
 export interface ApplyOptions {
   now?: Date;
   /**
-   * Skip the lookup of stored outcomes: only for callers that guarantee, inside the same
-   * transaction, that the items were never applied (the batch progress guard). The unique
-   * (quest_id, request_key) constraint still refuses a second credit if that promise is broken.
+   * Which items to look up stored outcomes for before deciding:
+   * - 'all' (default): every item — for redelivered jobs and retries, where a previous attempt may
+   *   have committed.
+   * - 'idempotent': only items whose key came from a client's Idempotency-Key — safe on a job's
+   *   first delivery, when a generated key cannot have an outcome yet.
+   * - 'none': no item — only for callers that guarantee, in the same transaction, that the items
+   *   were never applied (the batch progress guard).
+   * Whatever is chosen, the unique (quest_id, request_key) constraint refuses a second credit.
    */
-  knownFresh?: boolean;
+  lookup?: 'all' | 'idempotent' | 'none';
   /** Extra statements run in the same transaction after the writes, e.g. batch progress. */
   afterWrites?: (tx: TransactionSql, summary: { succeeded: number; failed: number }) => Promise<void>;
 }
@@ -55,21 +61,15 @@ interface QuestRow {
   points_remaining: number;
 }
 
-interface StoredPayout {
+/** A payout (error_code null) or a rejection (id null) already stored for a request key. */
+interface StoredOutcome {
   quest_id: number;
   request_key: string;
-  id: string;
+  id: string | null;
   amount: number;
   created_at: Date;
-  pass_address: string;
-}
-
-interface StoredRejection {
-  quest_id: number;
-  request_key: string;
   address: string;
-  points: number;
-  error_code: RejectionCode;
+  error_code: RejectionCode | null;
 }
 
 const slot = (questId: number, key: string) => `${questId}\u0000${key}`;
@@ -91,25 +91,25 @@ export async function applyAllocations(
   return sql.begin(async (tx) => {
     const questIds = [...new Set(items.map((i) => i.questId))].sort((a, b) => a - b);
     const addresses = [...new Set(items.map((i) => i.address))];
-    const keysQ = items.map((i) => i.questId);
-    const keysK = items.map((i) => i.key);
+    const lookup = opts.lookup ?? 'all';
+    const looked = lookup === 'all' ? items : lookup === 'idempotent' ? items.filter((i) => isIdempotentRequestKey(i.key)) : [];
+    const keysQ = looked.map((i) => i.questId);
+    const keysK = looked.map((i) => i.key);
 
     // Round trip 1, pipelined. The quest lock is taken first on the server, so the outcome
-    // lookups that follow see everything committed by the previous holder of the lock.
-    const [quests, payouts, rejections, accounts] = await Promise.all([
+    // lookup that follows sees everything committed by the previous holder of the lock.
+    const [quests, stored, accounts] = await Promise.all([
       tx<QuestRow[]>`
         select id, start_at, end_at, action_status, points_remaining
         from quests where id = any(${questIds}::int[]) order by id for update`,
-      opts.knownFresh
-        ? ([] as StoredPayout[])
-        : tx<StoredPayout[]>`
-        select p.quest_id, p.request_key, p.id, p.amount, p.created_at, a.pass_address
+      looked.length === 0
+        ? ([] as StoredOutcome[])
+        : tx<StoredOutcome[]>`
+        select p.quest_id, p.request_key, p.id, p.amount, p.created_at, a.pass_address as address, null as error_code
         from payouts p join accounts a on a.id = p.account_id
-        where (p.quest_id, p.request_key) in (select * from unnest(${keysQ}::int[], ${keysK}::text[]))`,
-      opts.knownFresh
-        ? ([] as StoredRejection[])
-        : tx<StoredRejection[]>`
-        select quest_id, request_key, address, points, error_code from allocation_rejections
+        where (p.quest_id, p.request_key) in (select * from unnest(${keysQ}::int[], ${keysK}::text[]))
+        union all
+        select quest_id, request_key, null, points, created_at, address, error_code from allocation_rejections
         where (quest_id, request_key) in (select * from unnest(${keysQ}::int[], ${keysK}::text[]))`,
       tx<{ id: number; pass_address: string }[]>`
         select id, pass_address from accounts where pass_address = any(${addresses}::text[])`,
@@ -117,8 +117,7 @@ export async function applyAllocations(
 
     const questById = new Map(quests.map((q) => [q.id, q]));
     const accountByAddress = new Map(accounts.map((a) => [a.pass_address, a.id]));
-    const storedPayout = new Map(payouts.map((p) => [slot(p.quest_id, p.request_key), p]));
-    const storedRejection = new Map(rejections.map((r) => [slot(r.quest_id, r.request_key), r]));
+    const storedOutcome = new Map(stored.map((o) => [slot(o.quest_id, o.request_key), o]));
 
     const outcomes: (AllocationOutcome | undefined)[] = new Array(items.length);
     // First occurrence of each request key in this list; later duplicates copy its outcome.
@@ -128,20 +127,18 @@ export async function applyAllocations(
 
     items.forEach((item, i) => {
       const s = slot(item.questId, item.key);
-      const paid = storedPayout.get(s);
-      if (paid) {
-        outcomes[i] =
-          paid.amount === item.points && paid.pass_address === item.address
-            ? payoutView(paid)
-            : { status: 'rejected', code: 'IDEMPOTENCY_KEY_REUSED' };
-        return;
-      }
-      const rejected = storedRejection.get(s);
-      if (rejected) {
-        outcomes[i] =
-          rejected.points === item.points && rejected.address === item.address
-            ? { status: 'rejected', code: rejected.error_code }
-            : { status: 'rejected', code: 'IDEMPOTENCY_KEY_REUSED' };
+      const previous = storedOutcome.get(s);
+      if (previous) {
+        const sameBody = previous.amount === item.points && previous.address === item.address;
+        if (!sameBody) outcomes[i] = { status: 'rejected', code: 'IDEMPOTENCY_KEY_REUSED' };
+        else if (previous.error_code) outcomes[i] = { status: 'rejected', code: previous.error_code };
+        else
+          outcomes[i] = payoutView({
+            id: previous.id!,
+            amount: previous.amount,
+            created_at: previous.created_at,
+            pass_address: previous.address,
+          });
         return;
       }
       if (firstIndex.has(s)) {

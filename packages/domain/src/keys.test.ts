@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { displayPrefix, generateApiKey, hashApiKey, idempotentRequestKey, isWellFormedApiKey } from './keys.ts';
+import { newId } from './ids.ts';
+import {
+  displayPrefix,
+  generateApiKey,
+  hashApiKey,
+  idempotentRequestKey,
+  isIdempotentRequestKey,
+  isWellFormedApiKey,
+} from './keys.ts';
 
 describe('API keys', () => {
   it('are sk_ + 43 base64url characters, random, and well-formed', () => {
@@ -51,5 +59,15 @@ describe('idempotentRequestKey', () => {
     ).toBe(5);
     // No ambiguity from concatenation: ("a", 11) and ("a1", 1) differ.
     expect(idempotentRequestKey('own_a', 11, 'x', 'alc')).not.toBe(idempotentRequestKey('own_a1', 1, 'x', 'alc'));
+  });
+});
+
+describe('isIdempotentRequestKey', () => {
+  it('tells derived keys from generated ones', () => {
+    expect(isIdempotentRequestKey(idempotentRequestKey('own_a', 1, 'x', 'alc'))).toBe(true);
+    expect(isIdempotentRequestKey(idempotentRequestKey('own_a', 1, 'x', 'bat'))).toBe(true);
+    for (let i = 0; i < 100; i++) expect(isIdempotentRequestKey(newId('alc'))).toBe(false);
+    // Far-future timestamps still start with a digit: a ULID's first character encodes the top 3 bits.
+    expect(isIdempotentRequestKey(newId('alc', 2 ** 48 - 1))).toBe(false);
   });
 });

@@ -29,3 +29,9 @@ export function idempotentRequestKey(ownerId: string, questId: number, idempoten
     .digest('base64url');
   return `${kind}_k${digest.slice(0, 32)}`;
 }
+
+/** Whether a request key was derived from a client's Idempotency-Key (so a client may replay it). */
+export function isIdempotentRequestKey(key: string): boolean {
+  // Generated keys are `alc_` + a ULID, whose first character is 0–7; derived ones are `alc_k…`/`bat_k…`.
+  return /^(alc|bat)_k/.test(key);
+}

@@ -196,7 +196,7 @@ export async function directCoalesced(
 
 /**
  * Exactly what the worker's processBatch does per batch, minus the queue: a batches row, then
- * one `applyAllocations(…, { knownFresh: true, afterWrites: progress guard })` per chunk of
+ * one `applyAllocations(…, { lookup: 'none', afterWrites: progress guard })` per chunk of
  * `chunkSize` items, and the progress re-read between chunks. Batches run one after another (a
  * quest's batches share one partition, so the service cannot run them in parallel either).
  */
@@ -233,7 +233,7 @@ export async function directBatches(
       const s = performance.now();
       try {
         const outcomes = await applyAllocations(sql, items, {
-          knownFresh: true,
+          lookup: 'none',
           afterWrites: async (tx, sum) => {
             const moved = await tx`
               update batches set
