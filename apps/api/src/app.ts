@@ -16,9 +16,10 @@ import { getCampaignRoute } from './routes/get-campaign.ts';
 import { getQuestRoute } from './routes/get-quest.ts';
 import { getQuestsRoute } from './routes/get-quests.ts';
 import { healthRoutes } from './routes/health.ts';
-import type { AllocationRoutesOptions, ApiConfig, ApiDeps } from './types.ts';
+import type { AllocationRoutesOptions, ApiConfig, ApiDeps, RouteDeps } from './types.ts';
+import { QuestAuthorizer } from './auth.ts';
 
-export type { AllocationRoutesOptions, ApiConfig, ApiDeps } from './types.ts';
+export type { AllocationRoutesOptions, ApiConfig, ApiDeps, RouteDeps } from './types.ts';
 
 type OpenApiDocument = ReturnType<typeof jsonSchemaTransformObject>;
 type WithComponents = { paths?: unknown; components?: { schemas?: Record<string, unknown> } };
@@ -51,7 +52,8 @@ function pruneUnusedComponents(document: OpenApiDocument): OpenApiDocument {
  * same schemas) at GET /openapi.json with interactive docs at /docs, the error envelope, request
  * ids, one log line per request, and every route. Listening is the caller's business.
  */
-export async function buildApp(config: ApiConfig, deps: ApiDeps): Promise<FastifyInstance> {
+export async function buildApp(config: ApiConfig, given: ApiDeps): Promise<FastifyInstance> {
+  const deps: RouteDeps = { ...given, auth: given.auth ?? QuestAuthorizer.uncached(given.sql) };
   const app = Fastify({
     loggerInstance: deps.logger ?? createLogger(config.LOG_LEVEL),
     // Fastify's two lines per request are replaced by the onResponse hook's one.

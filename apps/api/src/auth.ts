@@ -6,22 +6,90 @@ export interface QuestOwnerAuthorization {
   quest: { id: number; ownerId: string };
 }
 
+export const AUTH_CHANGED_CHANNEL = 'quest_auth_changed';
+
+interface AuthLogger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+}
+
 /**
- * Check that the API key belongs to the owner of the quest, in this order: a missing, malformed,
+ * Checks that an API key belongs to the owner of a quest, in this order: a missing, malformed,
  * unknown or revoked key is INVALID_API_KEY (401) whatever the quest; then an unknown quest is
- * QUEST_NOT_FOUND (404); then another owner's quest is NOT_QUEST_OWNER (401). One query.
+ * QUEST_NOT_FOUND (404); then another owner's quest is NOT_QUEST_OWNER (401).
+ *
+ * With a TTL above zero, positive answers are cached in memory (key hash → owner, quest → owner),
+ * so the hot path of an allocation makes no authorization query. The cache is emptied whenever
+ * PostgreSQL notifies `quest_auth_changed` (a trigger fires it on any revocation or deletion of a
+ * key, and on a quest deleted or moved to another owner, however it is made) and whenever the
+ * listening connection (re)connects, since notifications may have been missed meanwhile; the TTL
+ * bounds staleness should both fail. Unknown keys and quests are never cached.
  */
-export async function authorizeQuestOwner(
-  sql: Sql,
-  apiKey: string | undefined,
-  questId: number,
-): Promise<QuestOwnerAuthorization> {
-  if (!isWellFormedApiKey(apiKey)) throw new DomainError('INVALID_API_KEY');
-  const row = await findApiKeyWithQuest(sql, hashApiKey(apiKey), questId);
-  if (!row || row.revokedAt !== null) throw new DomainError('INVALID_API_KEY');
-  if (row.questId === null || row.questOwnerId === null) throw new DomainError('QUEST_NOT_FOUND');
-  if (row.questOwnerId !== row.ownerId) throw new DomainError('NOT_QUEST_OWNER');
-  return { ownerId: row.ownerId, quest: { id: row.questId, ownerId: row.questOwnerId } };
+export class QuestAuthorizer {
+  readonly #keys = new Map<string, { ownerId: string; expires: number }>();
+  readonly #quests = new Map<number, { ownerId: string; expires: number }>();
+  #unlisten: (() => Promise<void>) | undefined;
+
+  private constructor(
+    private readonly sql: Sql,
+    private readonly ttlMs: number,
+  ) {}
+
+  /** No cache: one query per check (tests that build the app without a server use this). */
+  static uncached(sql: Sql): QuestAuthorizer {
+    return new QuestAuthorizer(sql, 0);
+  }
+
+  static async start(sql: Sql, opts: { ttlMs: number; logger: AuthLogger }): Promise<QuestAuthorizer> {
+    const auth = new QuestAuthorizer(sql, opts.ttlMs);
+    if (opts.ttlMs > 0) {
+      const { unlisten } = await sql.listen(
+        AUTH_CHANGED_CHANNEL,
+        (table) => {
+          auth.clear();
+          opts.logger.info({ table }, 'authorization cache cleared');
+        },
+        () => auth.clear(),
+      );
+      auth.#unlisten = unlisten;
+    }
+    return auth;
+  }
+
+  clear(): void {
+    this.#keys.clear();
+    this.#quests.clear();
+  }
+
+  async stop(): Promise<void> {
+    await this.#unlisten?.().catch(() => {});
+  }
+
+  async authorize(apiKey: string | undefined, questId: number): Promise<QuestOwnerAuthorization> {
+    if (!isWellFormedApiKey(apiKey)) throw new DomainError('INVALID_API_KEY');
+    const hash = hashApiKey(apiKey);
+    const now = Date.now();
+    const key = this.#keys.get(hash.toString('base64'));
+    const quest = this.#quests.get(questId);
+    let ownerId: string;
+    let questOwnerId: string;
+    if (key && key.expires > now && quest && quest.expires > now) {
+      ownerId = key.ownerId;
+      questOwnerId = quest.ownerId;
+    } else {
+      const row = await findApiKeyWithQuest(this.sql, hash, questId);
+      if (!row || row.revokedAt !== null) throw new DomainError('INVALID_API_KEY');
+      if (row.questId === null || row.questOwnerId === null) throw new DomainError('QUEST_NOT_FOUND');
+      ownerId = row.ownerId;
+      questOwnerId = row.questOwnerId;
+      if (this.ttlMs > 0) {
+        this.#keys.set(hash.toString('base64'), { ownerId, expires: now + this.ttlMs });
+        this.#quests.set(questId, { ownerId: questOwnerId, expires: now + this.ttlMs });
+      }
+    }
+    if (questOwnerId !== ownerId) throw new DomainError('NOT_QUEST_OWNER');
+    return { ownerId, quest: { id: questId, ownerId: questOwnerId } };
+  }
 }
 
 /** The x-api-key header as a single string; repeated headers count as no key. */

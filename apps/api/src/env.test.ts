@@ -20,6 +20,7 @@ describe('loadApiConfig', () => {
       BATCH_MAX_ITEMS: 10_000,
       BATCH_BODY_LIMIT_BYTES: 4_194_304,
       FLAGS_REFRESH_MS: 1000,
+      AUTH_CACHE_TTL_MS: 30_000,
       TRUST_PROXY: false,
     });
   });

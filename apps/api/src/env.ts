@@ -20,6 +20,12 @@ export const apiEnvSchema = z.object({
   BATCH_BODY_LIMIT_BYTES: intVar(4 * MiB, 1024, 512 * MiB),
   /** Capped so that a flag switched by an operator is seen within 2 s, whatever is configured. */
   FLAGS_REFRESH_MS: intVar(1000, 50, 1500),
+  /**
+   * How long a positive key/quest ownership answer is cached (0: no cache). Revocations clear every
+   * API process's cache at once through a PostgreSQL notification; this bounds staleness only if
+   * notifications are lost.
+   */
+  AUTH_CACHE_TTL_MS: intVar(30_000, 0, 3_600_000),
   /** Trust X-Forwarded-* headers (only behind a proxy that sets them). */
   TRUST_PROXY: boolVar(false),
 });

@@ -3,6 +3,7 @@ import { createSql } from '@quest/db';
 import { migrate } from '@quest/db/migrate';
 import { createAllocator } from '@quest/queue';
 import { buildApp } from './app.ts';
+import { QuestAuthorizer } from './auth.ts';
 import { type ApiConfig, loadApiConfig } from './env.ts';
 import { FeatureFlagCache } from './flags.ts';
 import { createLogger } from './logger.ts';
@@ -20,6 +21,7 @@ try {
   await migrate(config.DATABASE_URL);
   const sql = createSql(config.DATABASE_URL, { max: config.DATABASE_POOL_MAX, applicationName: 'quest-api' });
   const flags = await FeatureFlagCache.start(sql, { refreshMs: config.FLAGS_REFRESH_MS, logger });
+  const auth = await QuestAuthorizer.start(sql, { ttlMs: config.AUTH_CACHE_TTL_MS, logger });
   const allocator = await createAllocator({
     redisUrl: config.REDIS_URL,
     prefix: config.QUEUE_PREFIX,
@@ -27,7 +29,7 @@ try {
     waitMs: config.ALLOCATION_WAIT_MS,
     retentionSeconds: Math.max(config.JOB_RETENTION_SECONDS, Math.ceil((2 * config.BATCH_WAIT_MS) / 1000)),
   });
-  const app = await buildApp(config, { sql, flags, allocator, logger });
+  const app = await buildApp(config, { sql, flags, allocator, auth, logger });
   await app.listen({ host: config.HOST, port: config.PORT });
 
   // Stop taking requests, let in-flight ones finish (they may be waiting on an allocation), then close the pools.
@@ -45,6 +47,7 @@ try {
     clearInterval(sweep);
     await allocator.close();
     flags.stop();
+    await auth.stop();
     await sql.end({ timeout: 5 });
     logger.info('stopped');
   };

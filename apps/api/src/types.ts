@@ -2,6 +2,7 @@ import type { Sql } from '@quest/db';
 import type { Allocator } from '@quest/queue';
 import type { FastifyBaseLogger } from 'fastify';
 import type { ApiConfig } from './env.ts';
+import type { QuestAuthorizer } from './auth.ts';
 import type { FeatureFlagCache } from './flags.ts';
 
 export type { ApiConfig } from './env.ts';
@@ -11,12 +12,17 @@ export interface ApiDeps {
   sql: Sql;
   flags: FeatureFlagCache;
   allocator: Allocator;
+  /** Key/quest ownership checks; an uncached one (a query per check) when omitted. */
+  auth?: QuestAuthorizer;
   /** Process logger (see createLogger); a fresh one at LOG_LEVEL when omitted. */
   logger?: FastifyBaseLogger;
 }
 
+/** The dependencies routes see: buildApp fills in what ApiDeps leaves optional. */
+export type RouteDeps = ApiDeps & { auth: QuestAuthorizer };
+
 /** Options the allocation routes plugin is registered with. Import from here, not from app.ts (that would be a cycle). */
 export interface AllocationRoutesOptions {
-  deps: ApiDeps;
+  deps: RouteDeps;
   config: ApiConfig;
 }

@@ -21,7 +21,6 @@ import {
 } from '@quest/db';
 import { errorResponses } from '../errors.ts';
 import type { AllocationRoutesOptions } from '../types.ts';
-import { authorizeQuestOwner } from '../auth.ts';
 
 /**
  * The write side of the API: POST /quests/:questId (one allocation), its status route, and the
@@ -111,7 +110,7 @@ const toResultView = (r: Awaited<ReturnType<typeof getBatchResults>>[number]) =>
     : { index: r.index, status: r.status, address: r.address, points: r.points, error: rejection(r.code) };
 
 export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = async (app, { deps, config }) => {
-  const { sql, allocator, flags } = deps;
+  const { sql, allocator, flags, auth } = deps;
 
   app.post(
     '/quests/:questId',
@@ -143,7 +142,7 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
     async (request, reply) => {
       flags.require('quests');
       const { questId } = request.params;
-      const { ownerId } = await authorizeQuestOwner(sql, request.headers['x-api-key'], questId);
+      const { ownerId } = await auth.authorize(request.headers['x-api-key'], questId);
       const idem = request.headers['idempotency-key'];
       const key = idem ? idempotentRequestKey(ownerId, questId, idem, 'alc') : newId('alc');
       const { points, address } = request.body;
@@ -191,7 +190,7 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
     async (request) => {
       flags.require('quests');
       const { questId, allocationId } = request.params;
-      await authorizeQuestOwner(sql, request.headers['x-api-key'], questId);
+      await auth.authorize(request.headers['x-api-key'], questId);
       const status = await getAllocationStatus(sql, questId, allocationId);
       if (!status) throw new DomainError('ALLOCATION_NOT_FOUND');
       switch (status.status) {
@@ -237,7 +236,7 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
     async (request, reply) => {
       flags.require('quests');
       const { questId } = request.params;
-      const { ownerId } = await authorizeQuestOwner(sql, request.headers['x-api-key'], questId);
+      const { ownerId } = await auth.authorize(request.headers['x-api-key'], questId);
       const items = request.body.allocations;
       if (items.length > config.BATCH_MAX_ITEMS) {
         throw new DomainError(
@@ -306,7 +305,7 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
     async (request) => {
       flags.require('quests');
       const { questId, batchId } = request.params;
-      await authorizeQuestOwner(sql, request.headers['x-api-key'], questId);
+      await auth.authorize(request.headers['x-api-key'], questId);
       const row = await getBatch(sql, questId, batchId);
       if (!row) throw new DomainError('BATCH_NOT_FOUND');
       const results = await getBatchResults(sql, batchId, request.query.limit, request.query.offset);

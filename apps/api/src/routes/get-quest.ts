@@ -8,9 +8,9 @@ import {
   questIdParamsSchema,
 } from '@quest/domain';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { apiKeyHeader, authorizeQuestOwner } from '../auth.ts';
+import { apiKeyHeader } from '../auth.ts';
 import { errorResponses } from '../errors.ts';
-import type { ApiDeps } from '../types.ts';
+import type { RouteDeps } from '../types.ts';
 
 export function toQuestDetailView(quest: QuestDetailRow, payouts: PayoutRow[], now: Date): QuestDetailView {
   return {
@@ -32,7 +32,7 @@ export function toQuestDetailView(quest: QuestDetailRow, payouts: PayoutRow[], n
 }
 
 /** GET /quests/{questId}: the owner's view of a quest with a page of its payouts. */
-export const getQuestRoute: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, { deps }) => {
+export const getQuestRoute: FastifyPluginAsyncZod<{ deps: RouteDeps }> = async (app, { deps }) => {
   app.get(
     '/quests/:questId',
     {
@@ -59,7 +59,7 @@ export const getQuestRoute: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (ap
     async (request) => {
       deps.flags.require('quests');
       const { questId } = request.params;
-      await authorizeQuestOwner(deps.sql, apiKeyHeader(request.headers), questId);
+      await deps.auth.authorize(apiKeyHeader(request.headers), questId);
       const [quest, payouts] = await Promise.all([
         getQuestDetail(deps.sql, questId),
         listQuestPayouts(deps.sql, questId, request.query),
