@@ -72,7 +72,11 @@ describe('migrate', () => {
     expect(a.code, a.out).toBe(0);
     expect(b.code, b.out).toBe(0);
     // Exactly one of them applied the migration; the other found the schema up to date.
-    expect([a.out, b.out].filter((o) => o.includes('applied: 00001 init, 00002 payouts without account index, 00003 auth change notifications'))).toHaveLength(1);
+    expect(
+      [a.out, b.out].filter((o) =>
+        o.includes('applied: 00001 init, 00002 payouts without account index, 00003 auth change notifications'),
+      ),
+    ).toHaveLength(1);
     expect([a.out, b.out].filter((o) => o.includes('schema is up to date'))).toHaveLength(1);
     const sql = postgres(url, { max: 1 });
     const rows = await sql`select migration_id from migrations order by 1`;
