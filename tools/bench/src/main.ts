@@ -328,6 +328,9 @@ async function main() {
     goals,
     '',
   ];
+  if (ctx.disturbances.length) {
+    lines.push('### Disturbances (other processes on this shared machine)', '', ...ctx.disturbances.map((d) => `- ${d}`), '');
+  }
   for (const p of problems)
     if (p.warnings) lines.push(`${p.process} logged ${p.warnings} warn/error lines, e.g. ${p.sample[0]?.slice(0, 300)}`);
   console.log(lines.join('\n'));
