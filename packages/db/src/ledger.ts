@@ -30,7 +30,7 @@ export interface LedgerItem {
   key: string;
   questId: number;
   points: number;
-  /** EIP-55 checksummed pass address. */
+  /** Pass address, any letter case (matched case-insensitively). */
   address: string;
   batchId?: string;
   itemIndex?: number;
@@ -90,7 +90,10 @@ export async function applyAllocations(
   const now = opts.now ?? new Date();
   return sql.begin(async (tx) => {
     const questIds = [...new Set(items.map((i) => i.questId))].sort((a, b) => a - b);
-    const addresses = [...new Set(items.map((i) => i.address))];
+    // Accounts are matched case-insensitively (unique index on lower(pass_address)), so callers may
+    // pass addresses in any case; answers carry the stored, checksummed form.
+    const lower = items.map((i) => i.address.toLowerCase());
+    const addresses = [...new Set(lower)];
     const lookup = opts.lookup ?? 'all';
     const looked = lookup === 'all' ? items : lookup === 'idempotent' ? items.filter((i) => isIdempotentRequestKey(i.key)) : [];
     const keysQ = looked.map((i) => i.questId);
@@ -112,11 +115,11 @@ export async function applyAllocations(
         select quest_id, request_key, null, points, created_at, address, error_code from allocation_rejections
         where (quest_id, request_key) in (select * from unnest(${keysQ}::int[], ${keysK}::text[]))`,
       tx<{ id: number; pass_address: string }[]>`
-        select id, pass_address from accounts where pass_address = any(${addresses}::text[])`,
+        select id, pass_address from accounts where lower(pass_address) = any(${addresses}::text[])`,
     ]);
 
     const questById = new Map(quests.map((q) => [q.id, q]));
-    const accountByAddress = new Map(accounts.map((a) => [a.pass_address, a.id]));
+    const accountByAddress = new Map(accounts.map((a) => [a.pass_address.toLowerCase(), a]));
     const storedOutcome = new Map(stored.map((o) => [slot(o.quest_id, o.request_key), o]));
 
     const outcomes: (AllocationOutcome | undefined)[] = new Array(items.length);
@@ -129,7 +132,7 @@ export async function applyAllocations(
       const s = slot(item.questId, item.key);
       const previous = storedOutcome.get(s);
       if (previous) {
-        const sameBody = previous.amount === item.points && previous.address === item.address;
+        const sameBody = previous.amount === item.points && previous.address.toLowerCase() === lower[i];
         if (!sameBody) outcomes[i] = { status: 'rejected', code: 'IDEMPOTENCY_KEY_REUSED' };
         else if (previous.error_code) outcomes[i] = { status: 'rejected', code: previous.error_code };
         else
@@ -188,7 +191,7 @@ export async function applyAllocations(
           actionStatus: quest.action_status,
           pointsRemaining: quest.points_remaining,
         },
-        indexes.map((i) => ({ points: items[i]!.points, accountId: accountByAddress.get(items[i]!.address) ?? null })),
+        indexes.map((i) => ({ points: items[i]!.points, accountId: accountByAddress.get(lower[i]!)?.id ?? null })),
         now,
       );
       if (pointsRemaining !== quest.points_remaining) remainingByQuest.set(questId, pointsRemaining);
@@ -196,7 +199,8 @@ export async function applyAllocations(
         const i = indexes[n]!;
         const item = items[i]!;
         if (decision.ok) {
-          const accountId = accountByAddress.get(item.address)!;
+          const account = accountByAddress.get(lower[i]!)!;
+          const accountId = account.id;
           const id = newId('pay', now.getTime());
           payoutRows.id.push(id);
           payoutRows.questId.push(questId);
@@ -206,7 +210,7 @@ export async function applyAllocations(
           payoutRows.batchId.push(item.batchId ?? null);
           payoutRows.itemIndex.push(item.itemIndex ?? null);
           creditByAccount.set(accountId, (creditByAccount.get(accountId) ?? 0) + item.points);
-          outcomes[i] = payoutView({ id, amount: item.points, created_at: now, pass_address: item.address });
+          outcomes[i] = payoutView({ id, amount: item.points, created_at: now, pass_address: account.pass_address });
         } else {
           rejectionRows.questId.push(questId);
           rejectionRows.key.push(item.key);
@@ -222,10 +226,10 @@ export async function applyAllocations(
 
     for (const i of duplicates) {
       const item = items[i]!;
-      const first = items[firstIndex.get(slot(item.questId, item.key))!]!;
+      const j = firstIndex.get(slot(item.questId, item.key))!;
       outcomes[i] =
-        first.points === item.points && first.address === item.address
-          ? outcomes[firstIndex.get(slot(item.questId, item.key))!]
+        items[j]!.points === item.points && lower[j] === lower[i]
+          ? outcomes[j]
           : { status: 'rejected', code: 'IDEMPOTENCY_KEY_REUSED' };
     }
 

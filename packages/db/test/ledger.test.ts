@@ -135,6 +135,25 @@ describe('applyAllocations', () => {
     expect(await ledgerState(q)).toMatchObject({ points_remaining: 0, payouts: 100, paid: 1000 });
   });
 
+  it('matches accounts whatever the letter case and answers their stored checksummed address', async () => {
+    const stored = '0x52908400098527886E0F7030069857D2E4169EE7';
+    await db.sql`insert into accounts (pass_address) values (${stored})`;
+    const q = await quest();
+    const out = await applyAllocations(db.sql, [
+      item(q, 2, stored.toLowerCase()),
+      item(q, 3, stored.toUpperCase().replace('0X', '0x')),
+      item(q, 4, stored),
+    ]);
+    expect(out.map((o) => (o.status === 'completed' ? o.payout.account.pass : o.status))).toEqual([stored, stored, stored]);
+    // A stored outcome replays for the same address in another case, and is a different body otherwise.
+    const [first] = await applyAllocations(db.sql, [item(q, 5, stored, 'case-key')]);
+    expect((await applyAllocations(db.sql, [item(q, 5, stored.toLowerCase(), 'case-key')]))[0]).toEqual(first);
+    // Two spellings of one address can never be two accounts.
+    await expect(db.sql`insert into accounts (pass_address) values (${stored.toLowerCase()})`).rejects.toMatchObject({
+      code: '23505',
+    });
+  });
+
   it('keeps balances equal to the sum of payouts across quests', async () => {
     const rows = await db.sql<{ id: number }[]>`
       select a.id from accounts a left join (select account_id, sum(amount) s from payouts group by 1) p on p.account_id = a.id

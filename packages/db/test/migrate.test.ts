@@ -38,7 +38,12 @@ describe('migrate', () => {
     const url = await freshUrl();
     const first = await migrate(url);
     expect(first.createdDatabase).toBe(true);
-    expect(first.applied).toEqual(['00001 init', '00002 payouts without account index', '00003 auth change notifications']);
+    expect(first.applied).toEqual([
+      '00001 init',
+      '00002 payouts without account index',
+      '00003 auth change notifications',
+      '00004 accounts case insensitive lookup',
+    ]);
     const second = await migrate(url);
     expect(second).toEqual({ createdDatabase: false, applied: [] });
     const sql = postgres(url, { max: 1 });
@@ -80,7 +85,7 @@ describe('migrate', () => {
     expect([a.out, b.out].filter((o) => o.includes('schema is up to date'))).toHaveLength(1);
     const sql = postgres(url, { max: 1 });
     const rows = await sql`select migration_id from migrations order by 1`;
-    expect(rows.map((r) => r.migration_id)).toEqual([1, 2, 3]);
+    expect(rows.map((r) => r.migration_id)).toEqual([1, 2, 3, 4]);
     await sql.end();
   });
 
