@@ -29,6 +29,13 @@ export interface DirectResult {
 
 type Pick = () => { questId: number; address: string };
 
+/**
+ * What the worker passes on a job's first delivery (apps/worker/src/processor.ts): stored
+ * outcomes are looked up only for client Idempotency-Keys; the limit's keys are generated like
+ * the API's, so none is looked up — the same transaction the service runs.
+ */
+const FIRST_DELIVERY = { lookup: 'idempotent' } as const;
+
 let keySeq = 0;
 const limitKey = () => newId('alc');
 
@@ -71,7 +78,7 @@ export async function directSingle(
       const item: LedgerItem = { key: limitKey(), questId, points: opts.points ?? 1, address };
       const s = performance.now();
       try {
-        const outcomes = await applyAllocations(sql, [item]);
+        const outcomes = await applyAllocations(sql, [item], FIRST_DELIVERY);
         latencies.push(performance.now() - s);
         transactions++;
         const c = collect(outcomes, ids);
@@ -133,6 +140,7 @@ export async function directCoalesced(
     applyAllocations(
       sql,
       list.map((x) => x.item),
+      FIRST_DELIVERY,
     )
       .then(
         (outcomes) => {

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Command, Option } from 'commander';
@@ -151,6 +152,7 @@ async function main() {
   const { sql } = infra;
   setBenchDatabase(infra.dbName);
   const machine = await machineInfo(sql, infra.redis);
+  const source = gitState();
   console.log(formatMachine(machine));
   log(`database ${infra.dbName}, Redis prefix ${infra.prefix}`);
 
@@ -313,6 +315,7 @@ async function main() {
     `## Quest rewards bench — ${cfg.quick ? 'quick' : 'full'} run, ${startedAt.toISOString()} (${elapsedS.toFixed(0)} s)`,
     '',
     formatMachine(machine),
+    `code: ${source.head}${source.dirty.length ? ` + uncommitted changes in ${source.dirty.join(', ')}` : ''}`,
     `config: ${opts.runtime} runtime, ${cfg.workers} workers (scale: ${cfg.scaleWorkers.join('/')}), ${cfg.partitions} partitions, ${cfg.connections} connections, ` +
       `throughput/hot ${cfg.throughputS}/${cfg.hotS} s, limit ${cfg.limitS} s (coalesced ${cfg.coalescedS} s), ` +
       `${cfg.latencyRequests} latency requests, batch ${cfg.batchItems} = ${Math.ceil(cfg.batchItems / cfg.batchSize)} × ${cfg.batchSize} (chunks of ${cfg.chunkSize})`,
@@ -346,6 +349,7 @@ async function main() {
     scenarios: [...selected],
     config: cfg,
     machine,
+    source,
     table,
     goals,
     rows,
@@ -368,6 +372,23 @@ async function main() {
     }
   }
   return outputs.every((o) => o.ok);
+}
+
+/** Which code was measured: HEAD and the files of apps/ and packages/ changed but not committed. */
+function gitState(): { head: string; dirty: string[] } {
+  const git = (args: string[]) => {
+    try {
+      return execFileSync('git', args, { cwd: REPO_ROOT, encoding: 'utf8' }).trim();
+    } catch {
+      return '';
+    }
+  };
+  const head = git(['log', '-1', '--format=%h %s']) || 'unknown';
+  const dirty = git(['status', '--porcelain', '--', 'apps', 'packages'])
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => l.slice(3));
+  return { head, dirty };
 }
 
 function goalTable(outputs: ScenarioOutput[]): string {
