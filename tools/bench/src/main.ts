@@ -229,7 +229,11 @@ async function main() {
         } catch (error) {
           // 53300: too many connections — the server is shared; wait for others to let go.
           if ((error as { code?: string }).code !== '53300' || Date.now() > deadline) throw error;
-          log(`limit pool: server has no free connections for ${max}, waiting`);
+          const holders = await infra!.sql<{ datname: string | null; n: number }[]>`
+            select datname, count(*)::int as n from pg_stat_activity group by 1 order by 2 desc limit 4`.catch(() => []);
+          log(
+            `limit pool: server has no free connections for ${max}, waiting (held: ${holders.map((h) => `${h.datname ?? 'background'} ${h.n}`).join(', ')})`,
+          );
           await new Promise((r) => setTimeout(r, 1000));
         }
       }
