@@ -1,14 +1,15 @@
-import { cpSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { build } from 'esbuild';
 import { REPO_ROOT } from './infra.ts';
 
 /**
- * `--runtime bundle`: measure the service as a compiled build instead of TypeScript run through
- * tsx. The repo's own code (apps/*, @quest/*) is bundled into one ESM file per app; third-party
- * packages stay external and resolve from the repo's node_modules (the output lives under the
- * repo root for that). The migrations directory is copied to where packages/db/src/migrate.ts
- * looks for it relative to the bundle (../migrations). Nothing in the source tree is written.
+ * `--runtime bundle` (the default): measure the service the way `npm start` runs it — an esbuild
+ * bundle per app run by plain node — rather than TypeScript through tsx (`--runtime tsx`, what
+ * `npm run dev` and the tests do). Same build settings as scripts/build.mjs (only @quest/* and the
+ * app are bundled; third-party packages stay external and resolve from the repo's node_modules,
+ * which is why the output lives under the repo root), but written to the bench's own results
+ * directory so a concurrent `npm run build` or system test never sees a half-written apps/*\/dist.
  */
 export interface Bundle {
   api: string;
@@ -40,6 +41,5 @@ export async function bundleServices(outDir: string): Promise<Bundle> {
       },
     ],
   });
-  cpSync(join(REPO_ROOT, 'packages/db/migrations'), join(outDir, 'migrations'), { recursive: true });
   return { api: join(bin, 'api.mjs'), worker: join(bin, 'worker.mjs') };
 }

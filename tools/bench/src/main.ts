@@ -41,13 +41,17 @@ const program = new Command()
   .option('--workers <n>', 'worker processes for scenarios 1–4 and memory', (v) => Number.parseInt(v, 10))
   .option('--duration <seconds>', 'override the timed runs (throughput, hot, scale, limits)', (v) => Number(v))
   .option('--batch-concurrency <n>', 'batches in flight in the batch scenario', (v) => Number.parseInt(v, 10))
+  .option('--chunk-size <n>', 'BATCH_CHUNK_SIZE for the workers and the batch limit; default 2000', (v) => Number.parseInt(v, 10))
   .option('--partitions <n>', 'QUEUE_PARTITIONS for the service (and the coalesced limit); default 16', (v) =>
     Number.parseInt(v, 10),
   )
   .addOption(
-    new Option('--runtime <kind>', 'run the services from TypeScript through tsx (as npm start does) or as an esbuild bundle')
+    new Option(
+      '--runtime <kind>',
+      'bundle: esbuild bundles run by plain node, as npm start does; tsx: the TypeScript through tsx, as npm run dev and the tests do',
+    )
       .choices(['tsx', 'bundle'])
-      .default('tsx'),
+      .default('bundle'),
   )
   .addOption(
     new Option('--profile <role>', 'run the API and/or workers with node --cpu-prof and summarise').choices([
@@ -73,6 +77,7 @@ const opts = program.opts<{
   duration?: number;
   batchConcurrency?: number;
   partitions?: number;
+  chunkSize?: number;
   runtime: 'tsx' | 'bundle';
   profile?: 'api' | 'worker' | 'all';
   out: string;
@@ -98,6 +103,7 @@ const cfg = benchConfig(opts.quick, {
   ...(opts.workers ? { workers: opts.workers } : {}),
   ...(opts.batchConcurrency ? { batchConcurrency: opts.batchConcurrency } : {}),
   ...(opts.partitions ? { partitions: opts.partitions } : {}),
+  ...(opts.chunkSize ? { chunkSize: opts.chunkSize } : {}),
   ...(opts.duration
     ? { throughputS: opts.duration, hotS: opts.duration, limitS: opts.duration, coalescedS: Math.max(1, opts.duration / 2) }
     : {}),
@@ -168,6 +174,7 @@ async function main() {
     QUEUE_PREFIX: infra.prefix,
     QUEUE_PARTITIONS: String(cfg.partitions),
     LOG_LEVEL: 'warn',
+    BATCH_CHUNK_SIZE: String(cfg.chunkSize),
   };
   let workers: Service[] = [];
   let generation = 0;

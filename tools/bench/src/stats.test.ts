@@ -41,6 +41,8 @@ describe('formatting', () => {
     expect(groupThousands(-1000)).toBe('-1,000');
     expect(formatValue(1.234, 'ms')).toBe('1.23 ms');
     expect(formatValue(12.34, 'ms')).toBe('12.3 ms');
+    expect(formatValue(9.996, 'ms')).toBe('10.0 ms');
+    expect(formatValue(99.96, 'ms')).toBe('100 ms');
     expect(formatValue(31234.6, '/s')).toBe('31,235/s');
     expect(formatValue(null, '/s')).toBe('—');
     expect(formatValue(Number.NaN, 'ms')).toBe('—');

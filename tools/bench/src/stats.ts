@@ -45,7 +45,8 @@ export function formatValue(value: number | string | null | undefined, unit: Uni
   if (!Number.isFinite(value)) return '—';
   switch (unit) {
     case 'ms':
-      return `${value < 10 ? value.toFixed(2) : value < 100 ? value.toFixed(1) : Math.round(value).toString()} ms`;
+      // Decide on the rounded value, so 9.996 prints as 10.0, not 10.00.
+      return `${Number(value.toFixed(2)) < 10 ? value.toFixed(2) : Number(value.toFixed(1)) < 100 ? value.toFixed(1) : Math.round(value).toString()} ms`;
     case '/s':
       return `${groupThousands(Math.round(value))}/s`;
     case 'MB':
