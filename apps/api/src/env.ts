@@ -17,6 +17,13 @@ export const apiEnvSchema = z.object({
   /** Seconds finished queue jobs stay in Redis for late waiters (raised to at least 2 × the longest wait). */
   JOB_RETENTION_SECONDS: intVar(60, 1, 7 * 86_400),
   BATCH_MAX_ITEMS: intVar(10_000, 1, 1_000_000),
+  /**
+   * Jobs of one partition this process keeps queued but undecided before it holds new requests
+   * back and sends them together as one job (coalescing). Lower: bigger jobs, fewer transactions.
+   */
+  COALESCE_MAX_IN_FLIGHT: intVar(2, 1, 64),
+  /** Most requests coalesced into one job. */
+  COALESCE_MAX_ITEMS: intVar(500, 1, 10_000),
   BATCH_BODY_LIMIT_BYTES: intVar(4 * MiB, 1024, 512 * MiB),
   /** Capped so that a flag switched by an operator is seen within 2 s, whatever is configured. */
   FLAGS_REFRESH_MS: intVar(1000, 50, 1500),

@@ -27,6 +27,8 @@ try {
     prefix: config.QUEUE_PREFIX,
     partitions: config.QUEUE_PARTITIONS,
     waitMs: config.ALLOCATION_WAIT_MS,
+    maxInFlightPerPartition: config.COALESCE_MAX_IN_FLIGHT,
+    maxItemsPerJob: config.COALESCE_MAX_ITEMS,
     retentionSeconds: Math.max(config.JOB_RETENTION_SECONDS, Math.ceil((2 * config.BATCH_WAIT_MS) / 1000)),
   });
   const app = await buildApp(config, { sql, flags, allocator, auth, logger });
