@@ -24,6 +24,12 @@ async function eventually(check: () => Promise<string>, want: string, ms = 2000)
   return got;
 }
 
+/** An owner with one key and one quest. */
+async function ownerWithQuest(): Promise<{ key: string; quest: number }> {
+  const owner = await createOwner(db.sql);
+  return { key: await createApiKey(db.sql, owner.id), quest: await createQuest(db.sql, { ownerId: owner.id }) };
+}
+
 beforeAll(async () => {
   db = await createTestDatabase({ max: 2 });
   sql = createSql(db.url, { max: 2 });
@@ -56,9 +62,7 @@ describe('QuestAuthorizer with a cache', () => {
       QuestAuthorizer.start(sql, { ttlMs: 60_000, logger }),
       QuestAuthorizer.start(otherProcessSql, { ttlMs: 60_000, logger }),
     ]);
-    const owner = await createOwner(db.sql);
-    const key = await createApiKey(db.sql, owner.id);
-    const quest = await createQuest(db.sql, { ownerId: owner.id });
+    const { key, quest } = await ownerWithQuest();
     expect(await codeOf(one.authorize(key, quest))).toBe('OK');
     expect(await codeOf(two.authorize(key, quest))).toBe('OK');
     await revokeApiKey(db.sql, key);
@@ -70,9 +74,7 @@ describe('QuestAuthorizer with a cache', () => {
 
   it('really answers from memory until the TTL runs out (shown with the notification switched off)', async () => {
     const auth = await QuestAuthorizer.start(sql, { ttlMs: 400, logger });
-    const owner = await createOwner(db.sql);
-    const key = await createApiKey(db.sql, owner.id);
-    const quest = await createQuest(db.sql, { ownerId: owner.id });
+    const { key, quest } = await ownerWithQuest();
     expect(await codeOf(auth.authorize(key, quest))).toBe('OK');
     await db.sql`alter table api_keys disable trigger api_keys_auth_changed`;
     try {
@@ -89,9 +91,7 @@ describe('QuestAuthorizer with a cache', () => {
 
   it('without a cache, every check asks the database', async () => {
     const auth = QuestAuthorizer.uncached(sql);
-    const owner = await createOwner(db.sql);
-    const key = await createApiKey(db.sql, owner.id);
-    const quest = await createQuest(db.sql, { ownerId: owner.id });
+    const { key, quest } = await ownerWithQuest();
     expect(await codeOf(auth.authorize(key, quest))).toBe('OK');
     await db.sql`alter table api_keys disable trigger api_keys_auth_changed`;
     try {
