@@ -389,7 +389,8 @@ async function main() {
 function gitState(): { head: string; dirty: string[] } {
   const git = (args: string[]) => {
     try {
-      return execFileSync('git', args, { cwd: REPO_ROOT, encoding: 'utf8' }).trim();
+      // trimEnd only: porcelain lines start with a status column that may be a space.
+      return execFileSync('git', args, { cwd: REPO_ROOT, encoding: 'utf8' }).trimEnd();
     } catch {
       return '';
     }
