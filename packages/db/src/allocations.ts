@@ -18,7 +18,7 @@ export async function getAllocationStatus(sql: Sql, questId: number, key: string
   const [paid] = await sql<{ id: string; amount: number; created_at: Date; pass_address: string }[]>`
     select p.id, p.amount, p.created_at, a.pass_address
     from payouts p join accounts a on a.id = p.account_id
-    where p.quest_id = ${questId} and p.request_key = ${key}`;
+    where p.quest_id = ${questId} and p.request_key = ${key} and p.batch_id is null`;
   if (paid) return payoutView(paid) as AllocationStatus;
   const [rejected] = await sql<{ error_code: RejectionCode }[]>`
     select error_code from allocation_rejections where quest_id = ${questId} and request_key = ${key}`;

@@ -110,7 +110,7 @@ export async function applyAllocations(
         : tx<StoredOutcome[]>`
         select p.quest_id, p.request_key, p.id, p.amount, p.created_at, a.pass_address as address, null as error_code
         from payouts p join accounts a on a.id = p.account_id
-        where (p.quest_id, p.request_key) in (select * from unnest(${keysQ}::int[], ${keysK}::text[]))
+        where (p.quest_id, p.request_key) in (select * from unnest(${keysQ}::int[], ${keysK}::text[])) and p.batch_id is null
         union all
         select quest_id, request_key, null, points, created_at, address, error_code from allocation_rejections
         where (quest_id, request_key) in (select * from unnest(${keysQ}::int[], ${keysK}::text[]))`,

@@ -1,9 +1,16 @@
+import { readdirSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
 import { afterAll, describe, expect, it } from 'vitest';
-import { migrate } from '@quest/db/migrate';
+import { MIGRATIONS_DIR, migrate } from '@quest/db/migrate';
 import { testServers, uniqueName } from '@quest/testing';
+
+/** Every migration in the folder, as migrate() reports them: `00001 init`, … */
+const ALL_MIGRATIONS = readdirSync(MIGRATIONS_DIR)
+  .filter((f) => /^\d{5}_/.test(f))
+  .sort()
+  .map((f) => `${f.slice(0, 5)} ${f.slice(6).replace(/-/g, ' ')}`);
 
 const created: string[] = [];
 async function freshUrl(): Promise<string> {
@@ -38,12 +45,7 @@ describe('migrate', () => {
     const url = await freshUrl();
     const first = await migrate(url);
     expect(first.createdDatabase).toBe(true);
-    expect(first.applied).toEqual([
-      '00001 init',
-      '00002 payouts without account index',
-      '00003 auth change notifications',
-      '00004 accounts case insensitive lookup',
-    ]);
+    expect(first.applied).toEqual(ALL_MIGRATIONS);
     const second = await migrate(url);
     expect(second).toEqual({ createdDatabase: false, applied: [] });
     const sql = postgres(url, { max: 1 });
@@ -76,16 +78,12 @@ describe('migrate', () => {
     const [a, b] = await Promise.all([runMigrateProcess(url), runMigrateProcess(url)]);
     expect(a.code, a.out).toBe(0);
     expect(b.code, b.out).toBe(0);
-    // Exactly one of them applied the migration; the other found the schema up to date.
-    expect(
-      [a.out, b.out].filter((o) =>
-        o.includes('applied: 00001 init, 00002 payouts without account index, 00003 auth change notifications'),
-      ),
-    ).toHaveLength(1);
+    // Exactly one of them applied the migrations; the other found the schema up to date.
+    expect([a.out, b.out].filter((o) => o.includes(`applied: ${ALL_MIGRATIONS.join(', ')}`))).toHaveLength(1);
     expect([a.out, b.out].filter((o) => o.includes('schema is up to date'))).toHaveLength(1);
     const sql = postgres(url, { max: 1 });
     const rows = await sql`select migration_id from migrations order by 1`;
-    expect(rows.map((r) => r.migration_id)).toEqual([1, 2, 3, 4]);
+    expect(rows.map((r) => r.migration_id)).toEqual(ALL_MIGRATIONS.map((_, i) => i + 1));
     await sql.end();
   });
 
@@ -112,6 +110,14 @@ describe('migrate', () => {
     await expect(
       sql`insert into payouts (id, quest_id, account_id, amount, request_key, created_at) values ('pay_2', ${q!.id}, ${acc!.id}, 5, 'k', now())`,
     ).rejects.toMatchObject({ code: '23505' });
+    // A batch item is one request too: its (batch, index) can be credited once.
+    await sql`insert into payouts (id, quest_id, account_id, amount, request_key, batch_id, item_index, created_at) values ('pay_b1', ${q!.id}, ${acc!.id}, 5, 'b:0', 'bat_x', 0, now())`;
+    await expect(
+      sql`insert into payouts (id, quest_id, account_id, amount, request_key, batch_id, item_index, created_at) values ('pay_b2', ${q!.id}, ${acc!.id}, 5, 'b:0-again', 'bat_x', 0, now())`,
+    ).rejects.toMatchObject({ code: '23505' });
+    await expect(
+      sql`insert into payouts (id, quest_id, account_id, amount, request_key, batch_id, created_at) values ('pay_b3', ${q!.id}, ${acc!.id}, 5, 'b:1', 'bat_x', now())`,
+    ).rejects.toMatchObject({ code: '23514' });
     await expect(
       sql`insert into payouts (id, quest_id, account_id, amount, request_key, created_at) values ('pay_3', 999, ${acc!.id}, 5, 'k2', now())`,
     ).rejects.toMatchObject({ code: '23503' });
