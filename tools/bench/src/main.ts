@@ -6,6 +6,7 @@ import { createSql, type Sql } from '@quest/db';
 import { runLoad } from './http-load.ts';
 import { type BenchInfra, createInfra, REPO_ROOT } from './infra.ts';
 import { formatMachine, machineInfo } from './machine.ts';
+import { loadWorkerConfig } from '../../../apps/worker/src/env.ts';
 import { bundleServices } from './build.ts';
 import {
   liveServices,
@@ -41,7 +42,9 @@ const program = new Command()
   .option('--workers <n>', 'worker processes for scenarios 1–4 and memory', (v) => Number.parseInt(v, 10))
   .option('--duration <seconds>', 'override the timed runs (throughput, hot, scale, limits)', (v) => Number(v))
   .option('--batch-concurrency <n>', 'batches in flight in the batch scenario', (v) => Number.parseInt(v, 10))
-  .option('--chunk-size <n>', 'BATCH_CHUNK_SIZE for the workers and the batch limit; default 2000', (v) => Number.parseInt(v, 10))
+  .option('--chunk-size <n>', "BATCH_CHUNK_SIZE for the workers and the batch limit; default: the worker's own default", (v) =>
+    Number.parseInt(v, 10),
+  )
   .option('--partitions <n>', 'QUEUE_PARTITIONS for the service (and the coalesced limit); default 16', (v) =>
     Number.parseInt(v, 10),
   )
@@ -103,7 +106,8 @@ const cfg = benchConfig(opts.quick, {
   ...(opts.workers ? { workers: opts.workers } : {}),
   ...(opts.batchConcurrency ? { batchConcurrency: opts.batchConcurrency } : {}),
   ...(opts.partitions ? { partitions: opts.partitions } : {}),
-  ...(opts.chunkSize ? { chunkSize: opts.chunkSize } : {}),
+  // The batch limit must chunk exactly like the workers: their own default unless overridden.
+  chunkSize: opts.chunkSize ?? loadWorkerConfig({}).BATCH_CHUNK_SIZE,
   ...(opts.duration
     ? { throughputS: opts.duration, hotS: opts.duration, limitS: opts.duration, coalescedS: Math.max(1, opts.duration / 2) }
     : {}),

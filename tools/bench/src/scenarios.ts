@@ -53,7 +53,7 @@ export function benchConfig(quick: boolean, overrides: Partial<BenchConfig> = {}
         batchItems: 20_000,
         batchSize: 5_000,
         batchConcurrency: 4,
-        chunkSize: 2000,
+        chunkSize: 5000, // replaced by the worker's own default (main.ts)
         scaleWorkers: [1, 2],
         warmupS: 1,
       }
@@ -72,7 +72,7 @@ export function benchConfig(quick: boolean, overrides: Partial<BenchConfig> = {}
         batchItems: 100_000,
         batchSize: 10_000,
         batchConcurrency: 4,
-        chunkSize: 2000,
+        chunkSize: 5000, // replaced by the worker's own default (main.ts)
         scaleWorkers: [1, 2, 4],
         warmupS: 3,
       };
