@@ -74,10 +74,16 @@ interface StoredOutcome {
 
 const slot = (questId: number, key: string) => `${questId}\u0000${key}`;
 
-export function payoutView(p: { id: string; amount: number; created_at: Date; pass_address: string }): AllocationOutcome {
+export function payoutView(p: {
+  id: string;
+  amount: number;
+  created_at: Date | string;
+  pass_address: string;
+}): AllocationOutcome {
+  const createdAt = typeof p.created_at === 'string' ? p.created_at : p.created_at.toISOString();
   return {
     status: 'completed',
-    payout: { id: p.id, amount: p.amount, created_at: p.created_at.toISOString(), account: { pass: p.pass_address } },
+    payout: { id: p.id, amount: p.amount, created_at: createdAt, account: { pass: p.pass_address } },
   };
 }
 
@@ -88,6 +94,7 @@ export async function applyAllocations(
 ): Promise<AllocationOutcome[]> {
   if (items.length === 0) return [];
   const now = opts.now ?? new Date();
+  const nowIso = now.toISOString();
   return sql.begin(async (tx) => {
     const questIds = [...new Set(items.map((i) => i.questId))].sort((a, b) => a - b);
     // Accounts are matched case-insensitively (unique index on lower(pass_address)), so callers may
@@ -210,7 +217,7 @@ export async function applyAllocations(
           payoutRows.batchId.push(item.batchId ?? null);
           payoutRows.itemIndex.push(item.itemIndex ?? null);
           creditByAccount.set(accountId, (creditByAccount.get(accountId) ?? 0) + item.points);
-          outcomes[i] = payoutView({ id, amount: item.points, created_at: now, pass_address: account.pass_address });
+          outcomes[i] = payoutView({ id, amount: item.points, created_at: nowIso, pass_address: account.pass_address });
         } else {
           rejectionRows.questId.push(questId);
           rejectionRows.key.push(item.key);
