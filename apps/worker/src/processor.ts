@@ -1,6 +1,13 @@
 import type { Job } from 'bullmq';
 import { type AllocateJobResult, type AllocationOutcome, allocateJob, type BatchJobResult, batchJob } from '@quest/domain';
-import { applyAllocations, classifyDbError, type LedgerItem, type Sql } from '@quest/db';
+import {
+  advanceBatchProgress,
+  applyAllocations,
+  BatchProgressMoved,
+  classifyDbError,
+  type LedgerItem,
+  type Sql,
+} from '@quest/db';
 
 export interface ProcessorDeps {
   sql: Sql;
@@ -10,8 +17,6 @@ export interface ProcessorDeps {
   batchChunkSize: number;
   logger: { warn(obj: object, msg?: string): void; error(obj: object, msg?: string): void };
 }
-
-class BatchProgressMoved extends Error {}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -153,16 +158,7 @@ export async function processBatch(deps: ProcessorDeps, job: Job): Promise<Batch
       const applied = await withRetry(deps, { batchId: data.batchId, start }, () =>
         applyAllocations(sql, items, {
           lookup: 'none',
-          afterWrites: async (tx, s) => {
-            const moved = await tx`
-              update batches set
-                processed = processed + ${n}, succeeded = succeeded + ${s.succeeded}, failed = failed + ${s.failed},
-                status = case when processed + ${n} = total then 'completed' else 'processing' end,
-                completed_at = case when processed + ${n} = total then now() end,
-                updated_at = now()
-              where id = ${data.batchId} and processed = ${start}`;
-            if (moved.count !== 1) throw new BatchProgressMoved();
-          },
+          afterWrites: (tx, s) => advanceBatchProgress(tx, { batchId: data.batchId, start, count: n, ...s }),
         }),
       );
       if (!applied) {

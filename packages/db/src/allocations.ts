@@ -111,3 +111,32 @@ export async function getBatchResults(sql: Sql, batchId: string, limit: number, 
       : { index: r.item_index, status: 'rejected', address: r.address, points: r.amount, code: r.code! },
   );
 }
+
+/** Thrown when a batch chunk finds the batch already advanced past its start (see below). */
+export class BatchProgressMoved extends Error {
+  override readonly name = 'BatchProgressMoved';
+}
+
+/**
+ * The statement that commits a batch chunk's progress, for ApplyOptions.afterWrites: it advances
+ * the batch only from where the chunk started. If another copy of the job got there first, the
+ * division by zero aborts the transaction (this statement is pipelined with COMMIT, so the check
+ * must fail in SQL) and the promise rejects with BatchProgressMoved: the chunk is not applied twice.
+ */
+export function advanceBatchProgress(
+  tx: Sql,
+  p: { batchId: string; start: number; count: number; succeeded: number; failed: number },
+): Promise<unknown> {
+  return tx`
+    with moved as (
+      update batches set
+        processed = processed + ${p.count}, succeeded = succeeded + ${p.succeeded}, failed = failed + ${p.failed},
+        status = case when processed + ${p.count} = total then 'completed' else 'processing' end,
+        completed_at = case when processed + ${p.count} = total then now() end,
+        updated_at = now()
+      where id = ${p.batchId} and processed = ${p.start}
+      returning 1)
+    select 1 / count(*)::int as guard from moved`.catch((error: { code?: string }) => {
+    throw error?.code === '22012' ? new BatchProgressMoved() : error;
+  });
+}

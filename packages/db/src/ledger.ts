@@ -7,7 +7,7 @@ import {
   newId,
   type RejectionCode,
 } from '@quest/domain';
-import type { Sql, TransactionSql } from './client.ts';
+import { pipelinedTransaction, type Sql } from './client.ts';
 
 /**
  * The ledger transaction: decides an ordered list of allocation items and applies the credits,
@@ -49,8 +49,11 @@ export interface ApplyOptions {
    * Whatever is chosen, the unique (quest_id, request_key) constraint refuses a second credit.
    */
   lookup?: 'all' | 'idempotent' | 'none';
-  /** Extra statements run in the same transaction after the writes, e.g. batch progress. */
-  afterWrites?: (tx: TransactionSql, summary: { succeeded: number; failed: number }) => Promise<void>;
+  /**
+   * An extra statement run in the same transaction after the writes, e.g. batch progress. It is
+   * pipelined with COMMIT: to veto the commit it must fail in SQL (see pipelinedTransaction).
+   */
+  afterWrites?: (tx: Sql, summary: { succeeded: number; failed: number }) => Promise<unknown>;
 }
 
 interface QuestRow {
@@ -95,7 +98,7 @@ export async function applyAllocations(
   if (items.length === 0) return [];
   const now = opts.now ?? new Date();
   const nowIso = now.toISOString();
-  return sql.begin(async (tx) => {
+  return pipelinedTransaction(sql, async (tx, commit) => {
     const questIds = [...new Set(items.map((i) => i.questId))].sort((a, b) => a - b);
     // Accounts are matched case-insensitively (unique index on lower(pass_address)), so callers may
     // pass addresses in any case; answers carry the stored, checksummed form.
@@ -106,8 +109,8 @@ export async function applyAllocations(
     const keysQ = looked.map((i) => i.questId);
     const keysK = looked.map((i) => i.key);
 
-    // Round trip 1, pipelined. The quest lock is taken first on the server, so the outcome
-    // lookup that follows sees everything committed by the previous holder of the lock.
+    // Round trip 1, pipelined behind BEGIN. The quest lock is taken first on the server, so the
+    // outcome lookup that follows sees everything committed by the previous holder of the lock.
     const [quests, stored, accounts] = await Promise.all([
       tx<QuestRow[]>`
         select id, start_at, end_at, action_status, points_remaining
@@ -245,7 +248,7 @@ export async function applyAllocations(
       else failed++;
     }
 
-    // Round trip 2, pipelined writes. Account credits are applied in id order so two partitions
+    // Round trip 2, the writes pipelined with COMMIT. Account credits are applied in id order so two partitions
     // crediting the same accounts lock them in the same order.
     const accountIds = [...creditByAccount.keys()].sort((a, b) => a - b);
     const writes: Promise<unknown>[] = [];
@@ -275,7 +278,7 @@ export async function applyAllocations(
         where q.id = v.id`);
     }
     if (opts.afterWrites) writes.push(opts.afterWrites(tx, { succeeded, failed }));
-    await Promise.all(writes);
+    await commit(writes);
     return outcomes as AllocationOutcome[];
   });
 }

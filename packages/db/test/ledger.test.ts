@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyAllocations, type LedgerItem } from '@quest/db';
+import { advanceBatchProgress, applyAllocations, BatchProgressMoved, type LedgerItem, pipelinedTransaction } from '@quest/db';
 import { createTestDatabase, type TestDatabase } from '@quest/testing';
 
 let db: TestDatabase;
@@ -152,6 +152,57 @@ describe('applyAllocations', () => {
     await expect(db.sql`insert into accounts (pass_address) values (${stored.toLowerCase()})`).rejects.toMatchObject({
       code: '23505',
     });
+  });
+
+  it('a batch chunk whose progress guard fails is not applied, although COMMIT was already sent', async () => {
+    const q = await quest({ total: 100 });
+    await db.sql`insert into batches (id, quest_id, owner_id, items_digest, total, processed, succeeded)
+                 values ('bat_guard', ${q}, 'own_t', 'd', 4, 2, 2)`;
+    const chunk = (start: number) =>
+      [0, 1].map((k) => ({ ...item(q, 5, addr(40 + k), `bat_guard:${start + k}`), batchId: 'bat_guard', itemIndex: start + k }));
+    // Another copy already advanced the batch to 2: a chunk starting at 0 must be refused whole.
+    await expect(
+      applyAllocations(db.sql, chunk(0), {
+        lookup: 'none',
+        afterWrites: (tx, s) => advanceBatchProgress(tx, { batchId: 'bat_guard', start: 0, count: 2, ...s }),
+      }),
+    ).rejects.toBeInstanceOf(BatchProgressMoved);
+    expect(await ledgerState(q)).toMatchObject({ points_remaining: 100, payouts: 0 });
+    // The chunk that starts where the batch stands is applied and completes it.
+    await applyAllocations(db.sql, chunk(2), {
+      lookup: 'none',
+      afterWrites: (tx, s) => advanceBatchProgress(tx, { batchId: 'bat_guard', start: 2, count: 2, ...s }),
+    });
+    expect(await ledgerState(q)).toMatchObject({ points_remaining: 90, payouts: 2 });
+    const [b] = await db.sql<
+      { status: string; processed: number }[]
+    >`select status, processed from batches where id = 'bat_guard'`;
+    expect(b).toEqual({ status: 'completed', processed: 4 });
+  });
+
+  it('pipelinedTransaction applies nothing when any statement fails, and frees its connection', async () => {
+    await db.sql`create table if not exists pipeline_probe (n int primary key)`;
+    await expect(
+      pipelinedTransaction(db.sql, async (tx, commit) => {
+        await tx`select 1`;
+        await commit([
+          tx`insert into pipeline_probe values (1)`,
+          tx`insert into pipeline_probe values (1)`,
+          tx`insert into pipeline_probe values (2)`,
+        ]);
+      }),
+    ).rejects.toMatchObject({ code: '23505' });
+    expect(await db.sql`select n from pipeline_probe`).toHaveLength(0);
+    await pipelinedTransaction(db.sql, (tx, commit) => commit([tx`insert into pipeline_probe values (3)`]));
+    expect((await db.sql<{ n: number }[]>`select n from pipeline_probe`).map((r) => r.n)).toEqual([3]);
+    // A JavaScript failure between the phases rolls back too.
+    await expect(
+      pipelinedTransaction(db.sql, async (tx) => {
+        await tx`insert into pipeline_probe values (4)`;
+        throw new Error('bug');
+      }),
+    ).rejects.toThrow('bug');
+    expect((await db.sql<{ n: number }[]>`select n from pipeline_probe`).map((r) => r.n)).toEqual([3]);
   });
 
   it('keeps balances equal to the sum of payouts across quests', async () => {

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { applyAllocations, type LedgerItem, type Sql } from '@quest/db';
+import { advanceBatchProgress, applyAllocations, type LedgerItem, type Sql } from '@quest/db';
 import { type AllocationOutcome, newId, partitionOf } from '@quest/domain';
 import { type LatencySummary, summarize } from './stats.ts';
 
@@ -242,16 +242,7 @@ export async function directBatches(
       try {
         const outcomes = await applyAllocations(sql, items, {
           lookup: 'none',
-          afterWrites: async (tx, sum) => {
-            const moved = await tx`
-              update batches set
-                processed = processed + ${n}, succeeded = succeeded + ${sum.succeeded}, failed = failed + ${sum.failed},
-                status = case when processed + ${n} = total then 'completed' else 'processing' end,
-                completed_at = case when processed + ${n} = total then now() end,
-                updated_at = now()
-              where id = ${batchId} and processed = ${start}`;
-            if (moved.count !== 1) throw new Error('batch progress moved');
-          },
+          afterWrites: (tx, sum) => advanceBatchProgress(tx, { batchId, start, count: n, ...sum }),
         });
         transactions++;
         chunkLatencies.push(performance.now() - s);
