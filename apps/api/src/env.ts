@@ -21,7 +21,7 @@ export const apiEnvSchema = z.object({
    * Jobs of one partition this process keeps queued but undecided before it holds new requests
    * back and sends them together as one job (coalescing). Lower: bigger jobs, fewer transactions.
    */
-  COALESCE_MAX_IN_FLIGHT: intVar(2, 1, 64),
+  COALESCE_MAX_IN_FLIGHT: intVar(1, 1, 64),
   /** Most requests coalesced into one job. */
   COALESCE_MAX_ITEMS: intVar(500, 1, 10_000),
   BATCH_BODY_LIMIT_BYTES: intVar(4 * MiB, 1024, 512 * MiB),

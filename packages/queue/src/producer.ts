@@ -74,7 +74,7 @@ const isTimeout = (e: unknown) => e instanceof Error && /timed out|timeout/i.tes
  */
 export async function createAllocator(opts: AllocatorOptions): Promise<Allocator> {
   const maxItems = opts.maxItemsPerJob ?? 500;
-  const maxInFlight = opts.maxInFlightPerPartition ?? 2;
+  const maxInFlight = opts.maxInFlightPerPartition ?? 1;
   const retention = Math.max(opts.retentionSeconds ?? 60, Math.ceil((2 * opts.waitMs) / 1000));
   const client: Redis = producerConnection(opts.redisUrl, opts.commandTimeoutMs);
   const eventsConnection = consumerConnectionOptions(opts.redisUrl);
