@@ -5,6 +5,17 @@ import { parse } from 'csv-parse';
 import type { ImportRow } from '@quest/db';
 import { CliError } from './context.ts';
 
+/** Size of an input file, or a readable CLI error when it is missing or not a regular file. */
+async function inputFileSize(path: string): Promise<number> {
+  try {
+    const info = await stat(path);
+    if (!info.isFile()) throw new Error('not a regular file');
+    return info.size;
+  } catch (error) {
+    throw new CliError('FILE_NOT_READABLE', `cannot read ${path}: ${(error as Error).message}`);
+  }
+}
+
 export interface AccountCsv {
   /** File size in bytes, for progress. */
   size: number;
@@ -19,14 +30,7 @@ export interface AccountCsv {
  * line number. Nothing is held beyond the parser's buffer, whatever the file size.
  */
 export async function openAccountCsv(path: string): Promise<AccountCsv> {
-  let size: number;
-  try {
-    const info = await stat(path);
-    if (!info.isFile()) throw new Error('not a regular file');
-    size = info.size;
-  } catch (error) {
-    throw new CliError('FILE_NOT_READABLE', `cannot read ${path}: ${(error as Error).message}`);
-  }
+  const size = await inputFileSize(path);
   let bytes = 0;
   async function* rows(): AsyncGenerator<ImportRow> {
     const source = createReadStream(path);
@@ -91,14 +95,7 @@ export interface CreditCsv {
  * file's digest costs no second read. Memory stays at the parser's buffer, whatever the file size.
  */
 export async function openCreditCsv(path: string): Promise<CreditCsv> {
-  let size: number;
-  try {
-    const info = await stat(path);
-    if (!info.isFile()) throw new Error('not a regular file');
-    size = info.size;
-  } catch (error) {
-    throw new CliError('FILE_NOT_READABLE', `cannot read ${path}: ${(error as Error).message}`);
-  }
+  const size = await inputFileSize(path);
   const hash = createHash('sha256');
   let digest: string | undefined;
   let bytes = 0;
