@@ -45,3 +45,13 @@ export async function assertPartitionCount(redis: Redis, prefix: string, partiti
     );
   }
 }
+
+/** Delete every key under `${prefix}:` (a test's or a bench run's queues), in SCAN-sized steps. */
+export async function deleteKeysWithPrefix(redis: Redis, prefix: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length) await redis.unlink(...keys);
+  } while (cursor !== '0');
+}

@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import postgres from 'postgres';
 import { createSql, type Sql } from '@quest/db';
 import { migrate } from '@quest/db/migrate';
+import { deleteKeysWithPrefix } from '@quest/queue';
 
 /**
  * Shared integration-test fixtures. Tests talk to real servers: TEST_DATABASE_URL / TEST_REDIS_URL
@@ -137,12 +138,7 @@ export async function createTestRedis(): Promise<TestRedis> {
     async cleanup() {
       const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
       try {
-        let cursor = '0';
-        do {
-          const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-          cursor = next;
-          if (keys.length) await redis.unlink(...keys);
-        } while (cursor !== '0');
+        await deleteKeysWithPrefix(redis, prefix);
       } finally {
         redis.disconnect();
       }

@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import postgres from 'postgres';
 import { createSql, type Sql } from '@quest/db';
 import { migrate } from '@quest/db/migrate';
+import { deleteKeysWithPrefix } from '@quest/queue';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -51,12 +52,7 @@ export async function createInfra(opts: { pgUrl: string; redisUrl: string; tag: 
       }
       try {
         if (redis.status !== 'ready') await redis.connect().catch(() => {});
-        let cursor = '0';
-        do {
-          const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-          cursor = next;
-          if (keys.length) await redis.unlink(...keys);
-        } while (cursor !== '0');
+        await deleteKeysWithPrefix(redis, prefix);
       } catch (error) {
         console.error(`bench: could not clean Redis prefix ${prefix}: ${(error as Error).message}`);
       } finally {
