@@ -30,6 +30,11 @@ export function consumerConnectionOptions(url: string): RedisOptions {
   };
 }
 
+/** A producer or consumer configured with another partition count than the queues already have. */
+export class PartitionCountMismatch extends Error {
+  override readonly name = 'PartitionCountMismatch';
+}
+
 /**
  * Record the partition count the first process saw and refuse to run with another: a producer and
  * a consumer that disagree would route a quest to two queues and lose its order.
@@ -39,7 +44,7 @@ export async function assertPartitionCount(redis: Redis, prefix: string, partiti
   await redis.set(key, String(partitions), 'NX');
   const stored = Number(await redis.get(key));
   if (stored !== partitions) {
-    throw new Error(
+    throw new PartitionCountMismatch(
       `QUEUE_PARTITIONS=${partitions} but this Redis prefix "${prefix}" is already partitioned ${stored} ways; ` +
         'drain the queues and delete the key to change it, or use the same value everywhere.',
     );

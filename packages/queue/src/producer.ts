@@ -11,7 +11,7 @@ import {
   DomainError,
   partitionOf,
 } from '@quest/domain';
-import { assertPartitionCount, consumerConnectionOptions, producerConnection } from './connection.ts';
+import { assertPartitionCount, consumerConnectionOptions, PartitionCountMismatch, producerConnection } from './connection.ts';
 import { partitionQueueName } from './names.ts';
 
 export interface QueueSettings {
@@ -117,7 +117,7 @@ export async function createAllocator(opts: AllocatorOptions): Promise<Allocator
   ]);
   if (up) {
     await checkTopology();
-    if (topologyError?.message.startsWith('QUEUE_PARTITIONS')) {
+    if (topologyError instanceof PartitionCountMismatch) {
       await Promise.allSettled(parts.flatMap((s) => [s.events.close(), s.queue.close()]));
       client.disconnect();
       throw topologyError;

@@ -1,6 +1,6 @@
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAllocator, partitionQueueName, type Allocator } from '@quest/queue';
+import { createAllocator, PartitionCountMismatch, PartitionPool, partitionQueueName, type Allocator } from '@quest/queue';
 import {
   createTestDatabase,
   createTestRedis,
@@ -69,5 +69,23 @@ describe('allocation pipeline (queue level)', () => {
       await q.close();
     }
     expect(processedBy.size).toBe(2);
+  });
+});
+
+describe('partition count', () => {
+  it('refuses a producer or a worker configured with another partition count than the queues have', async () => {
+    await expect(
+      createAllocator({ redisUrl: redis.url, prefix: redis.prefix, partitions: PARTITIONS + 1, waitMs: 1000 }),
+    ).rejects.toBeInstanceOf(PartitionCountMismatch);
+    const pool = new PartitionPool({
+      redisUrl: redis.url,
+      prefix: redis.prefix,
+      partitions: PARTITIONS * 2,
+      memberId: 'mismatched',
+      processor: async () => ({}),
+      logger: { info: () => {}, warn: () => {}, error: () => {} },
+    });
+    await expect(pool.start()).rejects.toBeInstanceOf(PartitionCountMismatch);
+    await pool.close();
   });
 });
