@@ -16,6 +16,14 @@ async function inputFileSize(path: string): Promise<number> {
   }
 }
 
+/** A failure while streaming a CSV, as the CLI reports it: malformed CSV, or an unreadable file. */
+function asCliError(path: string, error: unknown): CliError {
+  if (error instanceof CliError) return error;
+  const code = (error as { code?: string }).code;
+  if (code?.startsWith('CSV_')) return new CliError('INVALID_CSV', `${path}: ${(error as Error).message}`);
+  return new CliError('FILE_NOT_READABLE', `cannot read ${path}: ${(error as Error).message}`);
+}
+
 export interface AccountCsv {
   /** File size in bytes, for progress. */
   size: number;
@@ -59,10 +67,7 @@ export async function openAccountCsv(path: string): Promise<AccountCsv> {
         yield { line: info.lines, value: record[column] ?? '' };
       }
     } catch (error) {
-      if (error instanceof CliError) throw error;
-      const code = (error as { code?: string }).code;
-      if (code?.startsWith('CSV_')) throw new CliError('INVALID_CSV', `${path}: ${(error as Error).message}`);
-      throw new CliError('FILE_NOT_READABLE', `cannot read ${path}: ${(error as Error).message}`);
+      throw asCliError(path, error);
     } finally {
       source.destroy();
     }
@@ -127,10 +132,7 @@ export async function openCreditCsv(path: string): Promise<CreditCsv> {
         yield { line: info.lines, address: record[columns.address] ?? '', points: record[columns.points] ?? '' };
       }
     } catch (error) {
-      if (error instanceof CliError) throw error;
-      const code = (error as { code?: string }).code;
-      if (code?.startsWith('CSV_')) throw new CliError('INVALID_CSV', `${path}: ${(error as Error).message}`);
-      throw new CliError('FILE_NOT_READABLE', `cannot read ${path}: ${(error as Error).message}`);
+      throw asCliError(path, error);
     } finally {
       source.destroy();
     }
