@@ -39,16 +39,57 @@ const FIRST_DELIVERY = { lookup: 'idempotent' } as const;
 let keySeq = 0;
 const limitKey = () => newId('alc');
 
-function collect(outcomes: readonly AllocationOutcome[], ids: string[]): { ok: number; bad: number } {
-  let ok = 0;
-  let bad = 0;
-  for (const o of outcomes) {
-    if (o.status === 'completed') {
-      ok++;
-      ids.push(o.payout.id);
-    } else bad++;
+/** What every limit driver counts, and the DirectResult it adds up to. */
+class Tally {
+  readonly payoutIds: string[] = [];
+  readonly latencies: number[] = [];
+  readonly sampleErrors: string[] = [];
+  transactions = 0;
+  completed = 0;
+  notCompleted = 0;
+  errors = 0;
+  private readonly t0 = performance.now();
+
+  /** Count a transaction's outcomes; optionally keep a rejected one as a sample. */
+  outcomes(outcomes: readonly AllocationOutcome[], sampleRejected = false): void {
+    let bad = false;
+    for (const o of outcomes) {
+      if (o.status === 'completed') {
+        this.completed++;
+        this.payoutIds.push(o.payout.id);
+      } else {
+        this.notCompleted++;
+        bad = true;
+      }
+    }
+    if (sampleRejected && bad) this.sample(JSON.stringify(outcomes[0]));
   }
-  return { ok, bad };
+
+  error(error: unknown): void {
+    this.errors++;
+    this.sample(String((error as Error).message ?? error));
+  }
+
+  private sample(text: string): void {
+    if (this.sampleErrors.length < 5) this.sampleErrors.push(text);
+  }
+
+  result(kind: string, concurrency: number): DirectResult {
+    const elapsedS = (performance.now() - this.t0) / 1000;
+    return {
+      kind,
+      concurrency,
+      elapsedS,
+      transactions: this.transactions,
+      completed: this.completed,
+      notCompleted: this.notCompleted,
+      errors: this.errors,
+      sampleErrors: this.sampleErrors,
+      payoutIds: this.payoutIds,
+      latency: summarize(this.latencies),
+      rate: this.completed / elapsedS,
+    };
+  }
 }
 
 /**
@@ -60,16 +101,9 @@ export async function directSingle(
   sql: Sql,
   opts: { concurrency: number; durationS?: number; amount?: number; pick: Pick; points?: number },
 ): Promise<DirectResult> {
-  const ids: string[] = [];
-  const latencies: number[] = [];
-  const sampleErrors: string[] = [];
-  let transactions = 0;
-  let completed = 0;
-  let notCompleted = 0;
-  let errors = 0;
+  const tally = new Tally();
   let started = 0;
-  const t0 = performance.now();
-  const deadline = opts.durationS ? t0 + opts.durationS * 1000 : Number.POSITIVE_INFINITY;
+  const deadline = opts.durationS ? performance.now() + opts.durationS * 1000 : Number.POSITIVE_INFINITY;
   const more = () => performance.now() < deadline && (opts.amount === undefined || started < opts.amount);
   const loop = async () => {
     while (more()) {
@@ -79,33 +113,16 @@ export async function directSingle(
       const s = performance.now();
       try {
         const outcomes = await applyAllocations(sql, [item], FIRST_DELIVERY);
-        latencies.push(performance.now() - s);
-        transactions++;
-        const c = collect(outcomes, ids);
-        completed += c.ok;
-        notCompleted += c.bad;
-        if (c.bad && sampleErrors.length < 5) sampleErrors.push(JSON.stringify(outcomes[0]));
+        tally.latencies.push(performance.now() - s);
+        tally.transactions++;
+        tally.outcomes(outcomes, true);
       } catch (error) {
-        errors++;
-        if (sampleErrors.length < 5) sampleErrors.push(String((error as Error).message ?? error));
+        tally.error(error);
       }
     }
   };
   await Promise.all(Array.from({ length: opts.concurrency }, loop));
-  const elapsedS = (performance.now() - t0) / 1000;
-  return {
-    kind: 'single-item transactions',
-    concurrency: opts.concurrency,
-    elapsedS,
-    transactions,
-    completed,
-    notCompleted,
-    errors,
-    sampleErrors,
-    payoutIds: ids,
-    latency: summarize(latencies),
-    rate: completed / elapsedS,
-  };
+  return tally.result('single-item transactions', opts.concurrency);
 }
 
 /**
@@ -124,14 +141,8 @@ export async function directCoalesced(
   }
   const buffers: Pending[][] = Array.from({ length: opts.partitions }, () => []);
   const running: boolean[] = new Array(opts.partitions).fill(false);
-  const ids: string[] = [];
-  const latencies: number[] = [];
-  const sampleErrors: string[] = [];
-  let transactions = 0;
+  const tally = new Tally();
   let items = 0;
-  let completed = 0;
-  let notCompleted = 0;
-  let errors = 0;
 
   const kick = (p: number) => {
     if (running[p] || buffers[p]!.length === 0) return;
@@ -144,14 +155,14 @@ export async function directCoalesced(
     )
       .then(
         (outcomes) => {
-          transactions++;
+          tally.transactions++;
           items += list.length;
           list.forEach((x, i) => {
             x.resolve(outcomes[i] ?? new Error('missing outcome'));
           });
         },
         (error: unknown) => {
-          transactions++;
+          tally.transactions++;
           for (const x of list) x.resolve(error instanceof Error ? error : new Error(String(error)));
         },
       )
@@ -161,8 +172,7 @@ export async function directCoalesced(
       });
   };
 
-  const t0 = performance.now();
-  const deadline = t0 + opts.durationS * 1000;
+  const deadline = performance.now() + opts.durationS * 1000;
   const loop = async () => {
     while (performance.now() < deadline) {
       const { questId, address } = opts.pick();
@@ -173,32 +183,15 @@ export async function directCoalesced(
         buffers[p]!.push({ item, resolve });
         kick(p);
       });
-      latencies.push(performance.now() - s);
-      if (outcome instanceof Error) {
-        errors++;
-        if (sampleErrors.length < 5) sampleErrors.push(outcome.message);
-      } else {
-        const c = collect([outcome], ids);
-        completed += c.ok;
-        notCompleted += c.bad;
-      }
+      tally.latencies.push(performance.now() - s);
+      if (outcome instanceof Error) tally.error(outcome);
+      else tally.outcomes([outcome]);
     }
   };
   await Promise.all(Array.from({ length: opts.clients }, loop));
-  const elapsedS = (performance.now() - t0) / 1000;
   return {
-    kind: 'coalesced lists per partition',
-    concurrency: opts.clients,
-    elapsedS,
-    transactions,
-    completed,
-    notCompleted,
-    errors,
-    sampleErrors,
-    payoutIds: ids,
-    latency: summarize(latencies),
-    rate: completed / elapsedS,
-    itemsPerTransaction: transactions ? items / transactions : 0,
+    ...tally.result('coalesced lists per partition', opts.clients),
+    itemsPerTransaction: tally.transactions ? items / tally.transactions : 0,
   };
 }
 
@@ -212,16 +205,9 @@ export async function directBatches(
   sql: Sql,
   opts: { questId: number; ownerId: string; addresses: readonly string[]; batchSize: number; chunkSize: number; points?: number },
 ): Promise<DirectResult & { batches: number }> {
-  const ids: string[] = [];
-  const sampleErrors: string[] = [];
-  const chunkLatencies: number[] = [];
-  let transactions = 0;
-  let completed = 0;
-  let notCompleted = 0;
-  let errors = 0;
+  const tally = new Tally();
   let batches = 0;
   const points = opts.points ?? 1;
-  const t0 = performance.now();
   for (let b0 = 0; b0 < opts.addresses.length; b0 += opts.batchSize) {
     const addresses = opts.addresses.slice(b0, b0 + opts.batchSize);
     const batchId = newId('bat');
@@ -244,14 +230,11 @@ export async function directBatches(
           lookup: 'none',
           afterWrites: (tx, sum) => advanceBatchProgress(tx, { batchId, start, count: n, ...sum }),
         });
-        transactions++;
-        chunkLatencies.push(performance.now() - s);
-        const c = collect(outcomes, ids);
-        completed += c.ok;
-        notCompleted += c.bad;
+        tally.transactions++;
+        tally.latencies.push(performance.now() - s);
+        tally.outcomes(outcomes);
       } catch (error) {
-        errors++;
-        if (sampleErrors.length < 5) sampleErrors.push(String((error as Error).message ?? error));
+        tally.error(error);
         break;
       }
       const [row] = await sql<
@@ -260,19 +243,5 @@ export async function directBatches(
       processed = row?.processed ?? end;
     }
   }
-  const elapsedS = (performance.now() - t0) / 1000;
-  return {
-    kind: `processBatch chunks of ${opts.chunkSize}`,
-    concurrency: 1,
-    elapsedS,
-    transactions,
-    completed,
-    notCompleted,
-    errors,
-    sampleErrors,
-    payoutIds: ids,
-    latency: summarize(chunkLatencies),
-    rate: completed / elapsedS,
-    batches,
-  };
+  return { ...tally.result(`processBatch chunks of ${opts.chunkSize}`, 1), batches };
 }
