@@ -65,5 +65,3 @@ export type AllocateJobData = z.infer<typeof allocateJob.data>;
 export type AllocateJobResult = z.infer<typeof allocateJob.result>;
 export type BatchJobData = z.infer<typeof batchJob.data>;
 export type BatchJobResult = z.infer<typeof batchJob.result>;
-export const JOB_NAMES = [allocateJob.name, batchJob.name] as const;
-export type JobName = (typeof JOB_NAMES)[number];
