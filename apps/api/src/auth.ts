@@ -68,8 +68,9 @@ export class QuestAuthorizer {
   async authorize(apiKey: string | undefined, questId: number): Promise<QuestOwnerAuthorization> {
     if (!isWellFormedApiKey(apiKey)) throw new DomainError('INVALID_API_KEY');
     const hash = hashApiKey(apiKey);
+    const cacheKey = hash.toString('base64');
     const now = Date.now();
-    const key = this.#keys.get(hash.toString('base64'));
+    const key = this.#keys.get(cacheKey);
     const quest = this.#quests.get(questId);
     let ownerId: string;
     let questOwnerId: string;
@@ -83,7 +84,7 @@ export class QuestAuthorizer {
       ownerId = row.ownerId;
       questOwnerId = row.questOwnerId;
       if (this.ttlMs > 0) {
-        this.#keys.set(hash.toString('base64'), { ownerId, expires: now + this.ttlMs });
+        this.#keys.set(cacheKey, { ownerId, expires: now + this.ttlMs });
         this.#quests.set(questId, { ownerId: questOwnerId, expires: now + this.ttlMs });
       }
     }
