@@ -67,7 +67,7 @@ export async function buildApp(config: ApiConfig, given: ApiDeps): Promise<Fasti
   }).withTypeProvider<ZodTypeProvider>();
 
   // Every body is JSON. Fastify also parses text/plain by default, which would turn a wrong content
-  // type into a confusing 400; without that parser it is a 415 UNSUPPORTED_MEDIA_TYPE.
+  // type into a confusing parse error; without that parser it is 400 UNSUPPORTED_MEDIA_TYPE.
   app.removeContentTypeParser('text/plain');
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);

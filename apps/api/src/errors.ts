@@ -114,7 +114,41 @@ export function errorBody(mapped: MappedError, requestId: string): ErrorResponse
   return body;
 }
 
+/**
+ * How much of an unread request body is read and thrown away after an early answer before the
+ * connection is closed instead (see `drainUnreadBody`).
+ */
+export const DRAIN_LIMIT_BYTES = 64 * 1024 * 1024;
+
+/**
+ * An answer given before the request body was read (over the body limit, or not JSON): keep the
+ * connection and read the rest of the body into nothing, so the client can finish its upload and
+ * then read the answer. Fastify asks for `Connection: close` here, but closing a socket that still
+ * has unread input makes the kernel send a reset, which can destroy the answer before the client
+ * has read it: `curl --data-binary @big.json` then prints "connection reset" instead of the error
+ * envelope, and whether a client sees the answer is a race. This is the "lingering close" every
+ * production HTTP server does (nginx drains the same way). Memory stays flat (nothing is kept), and
+ * a body declared larger than the drain limit is not worth reading: that connection is closed.
+ */
+function drainUnreadBody(request: FastifyRequest, reply: FastifyReply): void {
+  const raw = request.raw;
+  if (raw.complete || raw.destroyed) return;
+  const declared = Number(raw.headers['content-length']);
+  if (Number.isFinite(declared) && declared > DRAIN_LIMIT_BYTES) return;
+  reply.removeHeader('connection');
+  // Also when the client asked for `Connection: close`: it closes once it has the answer, and the
+  // connection ends cleanly from its side instead of by a reset from ours.
+  reply.raw.shouldKeepAlive = true;
+  let drained = 0;
+  raw.on('data', (chunk: Buffer) => {
+    drained += chunk.length;
+    if (drained > DRAIN_LIMIT_BYTES) raw.socket?.destroy();
+  });
+  raw.resume();
+}
+
 export function sendError(request: FastifyRequest, reply: FastifyReply, mapped: MappedError): FastifyReply {
+  if (mapped.code === 'PAYLOAD_TOO_LARGE' || mapped.code === 'UNSUPPORTED_MEDIA_TYPE') drainUnreadBody(request, reply);
   const body = errorBody(mapped, request.id);
   reply.code(body.statusCode).header('x-request-id', request.id).type('application/json; charset=utf-8');
   if (body.statusCode === 503) reply.header('retry-after', '1');

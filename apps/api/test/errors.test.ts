@@ -100,15 +100,19 @@ describe('error envelope', () => {
     expectEnvelope(await post('{"n":1,"__proto__":{"admin":true}}'), 400, 'VALIDATION_FAILED');
   });
 
-  it('answers 415 UNSUPPORTED_MEDIA_TYPE for a body that is not JSON', async () => {
-    const body = expectEnvelope(await post('n=1', 'application/x-www-form-urlencoded'), 415, 'UNSUPPORTED_MEDIA_TYPE');
-    expect(body.error).toBe('Unsupported Media Type');
-    expectEnvelope(await post('<n>1</n>', 'application/xml'), 415, 'UNSUPPORTED_MEDIA_TYPE');
+  // The spec describes every client-side failure as 400 "bad request"; the code says which.
+  it('answers 400 UNSUPPORTED_MEDIA_TYPE for a body that is not JSON, or has no content type', async () => {
+    const body = expectEnvelope(await post('n=1', 'application/x-www-form-urlencoded'), 400, 'UNSUPPORTED_MEDIA_TYPE');
+    expect(body.error).toBe('Bad Request');
+    expectEnvelope(await post('<n>1</n>', 'application/xml'), 400, 'UNSUPPORTED_MEDIA_TYPE');
+    expectEnvelope(await post('n=1', 'text/plain'), 400, 'UNSUPPORTED_MEDIA_TYPE');
+    const untyped = await t.request({ method: 'POST', url: '/__test/echo', payload: '{"n":1}', headers: { 'content-type': '' } });
+    expectEnvelope(untyped, 400, 'UNSUPPORTED_MEDIA_TYPE');
   });
 
-  it('answers 413 PAYLOAD_TOO_LARGE beyond BODY_LIMIT_BYTES', async () => {
-    const body = expectEnvelope(await post(JSON.stringify({ n: 1, pad: 'x'.repeat(2000) })), 413, 'PAYLOAD_TOO_LARGE');
-    expect(body.error).toBe('Payload Too Large');
+  it('answers 400 PAYLOAD_TOO_LARGE beyond BODY_LIMIT_BYTES', async () => {
+    const body = expectEnvelope(await post(JSON.stringify({ n: 1, pad: 'x'.repeat(2000) })), 400, 'PAYLOAD_TOO_LARGE');
+    expect(body.error).toBe('Bad Request');
   });
 
   it('answers a DomainError with its own code, status, message and details', async () => {

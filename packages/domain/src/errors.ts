@@ -34,8 +34,10 @@ export type ErrorCode = (typeof ERROR_CODES)[number];
 
 export const STATUS_BY_CODE: { readonly [C in ErrorCode]: number } = {
   VALIDATION_FAILED: 400,
-  UNSUPPORTED_MEDIA_TYPE: 415,
-  PAYLOAD_TOO_LARGE: 413,
+  // The spec describes every client-side failure of a request as 400 "bad request": a body that is
+  // not JSON or too large is one, with its own code in the envelope.
+  UNSUPPORTED_MEDIA_TYPE: 400,
+  PAYLOAD_TOO_LARGE: 400,
   ROUTE_NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
   QUESTS_DISABLED: 400,
