@@ -33,6 +33,7 @@ export class QuestAuthorizer {
   private constructor(
     private readonly sql: Sql,
     private readonly ttlMs: number,
+    private readonly now: () => number = Date.now,
   ) {}
 
   /** No cache: one query per check (tests that build the app without a server use this). */
@@ -40,8 +41,12 @@ export class QuestAuthorizer {
     return new QuestAuthorizer(sql, 0);
   }
 
-  static async start(sql: Sql, opts: { ttlMs: number; logger: AuthLogger }): Promise<QuestAuthorizer> {
-    const auth = new QuestAuthorizer(sql, opts.ttlMs);
+  /**
+   * `now` is the clock the TTL is measured on, in milliseconds (Date.now unless given; tests pass
+   * a clock of their own to expire entries without waiting).
+   */
+  static async start(sql: Sql, opts: { ttlMs: number; logger: AuthLogger; now?: () => number }): Promise<QuestAuthorizer> {
+    const auth = new QuestAuthorizer(sql, opts.ttlMs, opts.now);
     if (opts.ttlMs > 0) {
       const { unlisten } = await sql.listen(
         AUTH_CHANGED_CHANNEL,
@@ -69,7 +74,7 @@ export class QuestAuthorizer {
     if (!isWellFormedApiKey(apiKey)) throw new DomainError('INVALID_API_KEY');
     const hash = hashApiKey(apiKey);
     const cacheKey = hash.toString('base64');
-    const now = Date.now();
+    const now = this.now();
     const key = this.#keys.get(cacheKey);
     const quest = this.#quests.get(questId);
     let ownerId: string;

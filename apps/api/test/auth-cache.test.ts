@@ -1,12 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { createSql, type Sql } from '@quest/db';
 import type { DomainError } from '@quest/domain';
-import { createTestDatabase, type TestDatabase } from '@quest/testing';
+import { createApiKey, createOwner, createQuest, revokeApiKey, test as base } from '@quest/testing';
 import { QuestAuthorizer } from '../src/auth.ts';
-import { createApiKey, createOwner, createQuest, revokeApiKey } from './helpers.ts';
 
-let db: TestDatabase;
-let sql: Sql;
 const logger = { info: () => {}, warn: () => {} };
 const codeOf = (p: Promise<unknown>) =>
   p.then(
@@ -14,91 +11,101 @@ const codeOf = (p: Promise<unknown>) =>
     (e: DomainError) => e.code,
   );
 
-async function eventually(check: () => Promise<string>, want: string, ms = 2000): Promise<string> {
-  const deadline = Date.now() + ms;
-  let got = await check();
-  while (got !== want && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 20));
-    got = await check();
+/** How long to keep polling for a notification before failing: a cut-off, not a promised bound. */
+const NOTIFY_POLL = { timeout: 10_000, interval: 20 };
+
+// The authorizer's own pool, as the API process has (its LISTEN connection is separate from the
+// pool the rows are written with).
+const test = base.extend('sql', { scope: 'file' }, async ({ database }, { onCleanup }): Promise<Sql> => {
+  const sql = createSql(database.url, { max: 2 });
+  onCleanup(() => sql.end({ timeout: 1 }));
+  return sql;
+});
+
+/** Run `body` with the notification trigger off, so only the TTL can make the cache forget a key. */
+async function withoutNotifications(sql: Sql, body: () => Promise<void>): Promise<void> {
+  await sql`alter table api_keys disable trigger api_keys_auth_changed`;
+  try {
+    await body();
+  } finally {
+    await sql`alter table api_keys enable trigger api_keys_auth_changed`;
   }
-  return got;
 }
-
-/** An owner with one key and one quest. */
-async function ownerWithQuest(): Promise<{ key: string; quest: number }> {
-  const owner = await createOwner(db.sql);
-  return { key: await createApiKey(db.sql, owner.id), quest: await createQuest(db.sql, { ownerId: owner.id }) };
-}
-
-beforeAll(async () => {
-  db = await createTestDatabase({ max: 2 });
-  sql = createSql(db.url, { max: 2 });
-});
-afterAll(async () => {
-  await sql?.end({ timeout: 1 });
-  await db?.drop();
-});
 
 describe('QuestAuthorizer with a cache', () => {
-  it('answers like the database: unknown key, unknown quest, another owner, the owner', async () => {
+  test('answers like the database: unknown key, unknown quest, another owner, the owner', async ({ database, sql }) => {
     const auth = await QuestAuthorizer.start(sql, { ttlMs: 60_000, logger });
-    const a = await createOwner(db.sql);
-    const b = await createOwner(db.sql);
-    const keyA = await createApiKey(db.sql, a.id);
-    const questB = await createQuest(db.sql, { ownerId: b.id });
-    const questA = await createQuest(db.sql, { ownerId: a.id });
-    expect(await codeOf(auth.authorize('sk_unknownunknownunknown1', questA))).toBe('INVALID_API_KEY');
-    expect(await codeOf(auth.authorize(keyA, 999_999))).toBe('QUEST_NOT_FOUND');
-    expect(await codeOf(auth.authorize(keyA, questB))).toBe('NOT_QUEST_OWNER');
-    expect(await auth.authorize(keyA, questA)).toEqual({ ownerId: a.id, quest: { id: questA, ownerId: a.id } });
-    // Cached answers stay the same.
-    expect(await codeOf(auth.authorize(keyA, questB))).toBe('NOT_QUEST_OWNER');
-    await auth.stop();
-  });
-
-  it('forgets a revoked key as soon as PostgreSQL notifies the change, on every process', async () => {
-    const otherProcessSql = createSql(db.url, { max: 1 });
-    const [one, two] = await Promise.all([
-      QuestAuthorizer.start(sql, { ttlMs: 60_000, logger }),
-      QuestAuthorizer.start(otherProcessSql, { ttlMs: 60_000, logger }),
-    ]);
-    const { key, quest } = await ownerWithQuest();
-    expect(await codeOf(one.authorize(key, quest))).toBe('OK');
-    expect(await codeOf(two.authorize(key, quest))).toBe('OK');
-    await revokeApiKey(db.sql, key);
-    expect(await eventually(() => codeOf(one.authorize(key, quest)), 'INVALID_API_KEY')).toBe('INVALID_API_KEY');
-    expect(await eventually(() => codeOf(two.authorize(key, quest)), 'INVALID_API_KEY')).toBe('INVALID_API_KEY');
-    await Promise.all([one.stop(), two.stop()]);
-    await otherProcessSql.end({ timeout: 1 });
-  });
-
-  it('really answers from memory until the TTL runs out (shown with the notification switched off)', async () => {
-    const auth = await QuestAuthorizer.start(sql, { ttlMs: 400, logger });
-    const { key, quest } = await ownerWithQuest();
-    expect(await codeOf(auth.authorize(key, quest))).toBe('OK');
-    await db.sql`alter table api_keys disable trigger api_keys_auth_changed`;
     try {
-      await revokeApiKey(db.sql, key);
-      await new Promise((r) => setTimeout(r, 100));
-      expect(await codeOf(auth.authorize(key, quest))).toBe('OK'); // cached
-      await new Promise((r) => setTimeout(r, 400));
-      expect(await codeOf(auth.authorize(key, quest))).toBe('INVALID_API_KEY'); // expired, asked again
+      const a = await createOwner(database.sql);
+      const b = await createOwner(database.sql);
+      const keyA = await createApiKey(database.sql, a.id);
+      const questB = await createQuest(database.sql, { ownerId: b.id });
+      const questA = await createQuest(database.sql, { ownerId: a.id });
+      expect(await codeOf(auth.authorize('sk_unknownunknownunknown1', questA))).toBe('INVALID_API_KEY');
+      expect(await codeOf(auth.authorize(keyA, 999_999))).toBe('QUEST_NOT_FOUND');
+      expect(await codeOf(auth.authorize(keyA, questB))).toBe('NOT_QUEST_OWNER');
+      expect(await auth.authorize(keyA, questA)).toEqual({ ownerId: a.id, quest: { id: questA, ownerId: a.id } });
+      // Cached answers stay the same.
+      expect(await codeOf(auth.authorize(keyA, questB))).toBe('NOT_QUEST_OWNER');
     } finally {
-      await db.sql`alter table api_keys enable trigger api_keys_auth_changed`;
       await auth.stop();
     }
   });
 
-  it('without a cache, every check asks the database', async () => {
-    const auth = QuestAuthorizer.uncached(sql);
-    const { key, quest } = await ownerWithQuest();
-    expect(await codeOf(auth.authorize(key, quest))).toBe('OK');
-    await db.sql`alter table api_keys disable trigger api_keys_auth_changed`;
+  test('forgets a revoked key as soon as PostgreSQL notifies the change, on every process', async ({
+    database,
+    sql,
+    owner,
+    quest,
+  }) => {
+    const otherProcessSql = createSql(database.url, { max: 1 });
+    const [one, two] = await Promise.all([
+      QuestAuthorizer.start(sql, { ttlMs: 60_000, logger }),
+      QuestAuthorizer.start(otherProcessSql, { ttlMs: 60_000, logger }),
+    ]);
     try {
-      await revokeApiKey(db.sql, key);
-      expect(await codeOf(auth.authorize(key, quest))).toBe('INVALID_API_KEY');
+      expect(await codeOf(one.authorize(owner.apiKey, quest))).toBe('OK');
+      expect(await codeOf(two.authorize(owner.apiKey, quest))).toBe('OK');
+      await revokeApiKey(database.sql, owner.apiKey);
+      // The TTL is a minute: only the notification can make either process ask again.
+      await expect.poll(() => codeOf(one.authorize(owner.apiKey, quest)), NOTIFY_POLL).toBe('INVALID_API_KEY');
+      await expect.poll(() => codeOf(two.authorize(owner.apiKey, quest)), NOTIFY_POLL).toBe('INVALID_API_KEY');
     } finally {
-      await db.sql`alter table api_keys enable trigger api_keys_auth_changed`;
+      await Promise.all([one.stop(), two.stop()]);
+      await otherProcessSql.end({ timeout: 1 });
     }
+  });
+
+  test('really answers from memory until the TTL runs out (shown with the notification switched off)', async ({
+    database,
+    sql,
+    owner,
+    quest,
+  }) => {
+    // The cache's clock is ours: the TTL runs out when we move it, not after a real wait.
+    let now = Date.UTC(2025, 0, 1);
+    const ttlMs = 400;
+    const auth = await QuestAuthorizer.start(sql, { ttlMs, logger, now: () => now });
+    try {
+      expect(await codeOf(auth.authorize(owner.apiKey, quest))).toBe('OK'); // cached until now + ttlMs
+      await withoutNotifications(database.sql, async () => {
+        await revokeApiKey(database.sql, owner.apiKey);
+        now += ttlMs - 1;
+        expect(await codeOf(auth.authorize(owner.apiKey, quest))).toBe('OK'); // still cached
+        now += 1;
+        expect(await codeOf(auth.authorize(owner.apiKey, quest))).toBe('INVALID_API_KEY'); // expired, asked again
+      });
+    } finally {
+      await auth.stop();
+    }
+  });
+
+  test('without a cache, every check asks the database', async ({ database, sql, owner, quest }) => {
+    const auth = QuestAuthorizer.uncached(sql);
+    expect(await codeOf(auth.authorize(owner.apiKey, quest))).toBe('OK');
+    await withoutNotifications(database.sql, async () => {
+      await revokeApiKey(database.sql, owner.apiKey);
+      expect(await codeOf(auth.authorize(owner.apiKey, quest))).toBe('INVALID_API_KEY');
+    });
   });
 });

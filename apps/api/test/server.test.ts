@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis } from '@quest/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { test } from '@quest/testing';
+import { describe, expect, vi } from 'vitest';
 import { OpenApiContract } from './helpers.ts';
 
 const serverTs = fileURLToPath(new URL('../src/server.ts', import.meta.url));
@@ -15,29 +15,8 @@ function startServer(env: Record<string, string>): { child: ChildProcess; output
   return { child, output: () => out, exited };
 }
 
-async function waitFor(probe: () => string | undefined, timeoutMs: number): Promise<string> {
-  const started = Date.now();
-  while (Date.now() - started < timeoutMs) {
-    const value = probe();
-    if (value) return value;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error('timed out');
-}
-
-let db: TestDatabase;
-let redis: TestRedis;
-
-beforeAll(async () => {
-  [db, redis] = await Promise.all([createTestDatabase(), createTestRedis()]);
-});
-afterAll(async () => {
-  await redis.cleanup();
-  await db.drop();
-});
-
 describe('server.ts', () => {
-  it('exits 1 with a readable message on bad configuration, before connecting to anything', async () => {
+  test('exits 1 with a readable message on bad configuration, before connecting to anything', async () => {
     const server = startServer({ PORT: 'abc', DATABASE_URL: 'mysql://nope' });
     expect(await server.exited).toBe(1);
     expect(server.output()).toContain('Invalid configuration');
@@ -45,9 +24,9 @@ describe('server.ts', () => {
     expect(server.output()).toContain('DATABASE_URL');
   });
 
-  it('starts, serves, and shuts down gracefully on SIGTERM', async () => {
+  test('starts, serves, and shuts down gracefully on SIGTERM', async ({ database, redis }) => {
     const server = startServer({
-      DATABASE_URL: db.url,
+      DATABASE_URL: database.url,
       REDIS_URL: redis.url,
       QUEUE_PREFIX: redis.prefix,
       QUEUE_PARTITIONS: '2',
@@ -55,7 +34,15 @@ describe('server.ts', () => {
       LOG_LEVEL: 'info',
     });
     try {
-      const address = await waitFor(() => /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(server.output())?.[1], 30_000);
+      // Poll the output until the server says where it listens (startup includes tsx compiling).
+      const address = await vi.waitFor(
+        () => {
+          const listening = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(server.output());
+          if (!listening) throw new Error(`not listening yet; output so far:\n${server.output()}`);
+          return listening[1]!;
+        },
+        { timeout: 30_000, interval: 50 },
+      );
       const docs = await fetch(`${address}/openapi.json`);
       const contract = OpenApiContract.fromDocument(await docs.json());
       expect(contract.doc.openapi).toBe('3.1.0');
