@@ -1,47 +1,43 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { auditViolations, completedJobs, get, post, seed, startSystem, type System } from './harness.ts';
+import { describe, expect } from 'vitest';
+import { partitionOf } from '@quest/domain';
+import { auditViolations, completedJobs, createAccounts, createQuests, post, settle, systemTest, workerId } from '@quest/testing';
 
-let system: System;
+const PARTITIONS = 12;
+// Three workers: the system is handed over once the pool has settled on all three (4 partitions each).
+const test = systemTest({ workers: 3, partitions: PARTITIONS, env: { JOB_RETENTION_SECONDS: '600' } });
 
-beforeAll(async () => {
-  system = await startSystem({ workers: 3, partitions: 12, env: { JOB_RETENTION_SECONDS: '600' } });
-});
-afterAll(async () => system?.stop());
+const REQUESTS = 2000;
 
 describe('order and spread across worker processes', () => {
-  it('decides each quest in enqueue order, with every process deciding a share', async () => {
-    const { apiKey, questIds, accounts } = await seed(system, { quests: 20, total: 1_000_000, accounts: 200 });
-    // Wait until the three members see each other (membership TTL + one heartbeat).
-    await new Promise((r) => setTimeout(r, 2500));
+  test('decides each quest in enqueue order, with every process deciding a share', async ({ system, database, owner }) => {
+    const questIds = await createQuests(database.sql, 20, { ownerId: owner.id, totalPoints: 1_000_000 });
+    const accounts = await createAccounts(database.sql, 200);
+    // Every partition has quests, so every process owns partitions with work.
+    expect(new Set(questIds.map((q) => partitionOf(q, PARTITIONS))).size).toBe(PARTITIONS);
 
     let sent = 0;
     const statuses: number[] = [];
     const locations: string[] = [];
-    const client = async (c: number) => {
-      while (sent < 2000) {
+    const client = async () => {
+      while (sent < REQUESTS) {
         const i = sent++;
-        const questId = questIds[(i * 7 + c) % questIds.length]!;
+        // Every 20 consecutive requests cover every quest (7 and 20 are coprime), interleaved.
+        const questId = questIds[(i * 7) % questIds.length]!;
         const res = await post(
           system,
           `/quests/${questId}`,
           { points: 1 + (i % 5), address: accounts[i % accounts.length]! },
-          { 'x-api-key': apiKey },
+          { 'x-api-key': owner.apiKey },
         );
         statuses.push(res.status);
         if (res.status === 202) locations.push(res.headers.get('location')!);
       }
     };
-    await Promise.all(Array.from({ length: 20 }, (_, c) => client(c)));
+    await Promise.all(Array.from({ length: 20 }, client));
     // 200, or 202 when the machine is too loaded to decide within the wait; then it must resolve.
     expect(statuses.filter((s) => s !== 200 && s !== 202)).toEqual([]);
     for (const location of locations) {
-      const deadline = Date.now() + 15_000;
-      let status = 'pending';
-      while (status === 'pending' && Date.now() < deadline) {
-        status = (await get(system, location, { 'x-api-key': apiKey })).body.allocation.status;
-        if (status === 'pending') await new Promise((r) => setTimeout(r, 200));
-      }
-      expect(status).toBe('completed');
+      expect((await settle(system, location, owner.apiKey)).allocation.status).toBe('completed');
     }
 
     // Enqueue order: a partition's job ids are handed out by Redis in add order, and items keep
@@ -53,9 +49,9 @@ describe('order and spread across worker processes', () => {
         enqueueRank.set(key, [job.id, index]);
       });
     }
-    const payouts = await system.db.sql<{ quest_id: number; request_key: string }[]>`
+    const payouts = await database.sql<{ quest_id: number; request_key: string }[]>`
       select quest_id, request_key from payouts where quest_id = any(${questIds}::int[]) order by quest_id, seq`;
-    expect(payouts).toHaveLength(2000);
+    expect(payouts).toHaveLength(REQUESTS);
     let violations = 0;
     let previous: { quest: number; rank: [number, number] } | undefined;
     for (const p of payouts) {
@@ -70,11 +66,11 @@ describe('order and spread across worker processes', () => {
     }
     expect(violations).toBe(0);
 
-    // Spread: every one of the three processes decided part of the work.
-    const byWorker = new Map<string, number>();
-    for (const job of jobs) byWorker.set(job.processedBy ?? '?', (byWorker.get(job.processedBy ?? '?') ?? 0) + job.keys.length);
-    expect(byWorker.size).toBe(3);
-    for (const n of byWorker.values()) expect(n).toBeGreaterThan(2000 / 3 / 4);
-    expect(await auditViolations(system)).toEqual([]);
+    // Spread: the work was decided by these three processes, and every one of them decided part of it.
+    const decidedBy = new Map(system.workers.map((w) => [workerId(w), 0]));
+    for (const job of jobs) decidedBy.set(job.processedBy ?? '?', (decidedBy.get(job.processedBy ?? '?') ?? 0) + job.keys.length);
+    expect(decidedBy.size, `items decided per process: ${JSON.stringify([...decidedBy])}`).toBe(3);
+    for (const [id, n] of decidedBy) expect(n, `items decided by ${id}`).toBeGreaterThan(0);
+    expect(await auditViolations(database.sql)).toEqual([]);
   });
 });

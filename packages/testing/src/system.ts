@@ -210,3 +210,54 @@ export async function completedJobs(system: System) {
   }
   return jobs;
 }
+
+/** The latest JSON log line of a process that carries `msg`, parsed (a line still being written is skipped). */
+function lastLogLine(worker: ServiceProcess, msg: string): Record<string, unknown> | undefined {
+  const lines = worker.output().split('\n');
+  for (let i = lines.length - 1; i >= 0; i--) {
+    if (!lines[i]!.includes(`"msg":"${msg}"`)) continue;
+    try {
+      return JSON.parse(lines[i]!) as Record<string, unknown>;
+    } catch {}
+  }
+  return undefined;
+}
+
+/** A worker process's id: its pool member id, and `processedBy` of the jobs it ran (from its "worker started" line). */
+export function workerId(worker: ServiceProcess): string {
+  const id = lastLogLine(worker, 'worker started')?.workerId;
+  if (typeof id !== 'string') throw new Error(`no worker id in the output of a worker:\n${worker.output().slice(-2000)}`);
+  return id;
+}
+
+/** The partitions a worker process owns by its latest "partitions rebalanced" line ([] before its first). */
+export function ownedPartitions(worker: ServiceProcess): number[] {
+  return (lastLogLine(worker, 'partitions rebalanced')?.partitions as number[] | undefined) ?? [];
+}
+
+/** How many jobs were ever added to the system's partition queues (the sum of BullMQ's per-queue id counters). */
+export async function jobsAdded(system: System): Promise<number> {
+  const partitions = Number(system.env.QUEUE_PARTITIONS);
+  const redis = new Redis(system.redis.url, { maxRetriesPerRequest: 1 });
+  try {
+    const keys = Array.from({ length: partitions }, (_, p) => `${system.redis.prefix}:${partitionQueueName(p)}:id`);
+    return (await redis.mget(keys)).reduce((sum, n) => sum + Number(n ?? 0), 0);
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** Jobs of the system's partition queues not decided yet (waiting, active, delayed, prioritized or waiting for children). */
+export async function unfinishedJobs(system: System): Promise<number> {
+  const partitions = Number(system.env.QUEUE_PARTITIONS);
+  let n = 0;
+  for (let p = 0; p < partitions; p++) {
+    const q = new Queue(partitionQueueName(p), { connection: { url: system.redis.url } as never, prefix: system.redis.prefix });
+    try {
+      n += await q.getJobCountByTypes('wait', 'active', 'delayed', 'prioritized', 'waiting-children');
+    } finally {
+      await q.close();
+    }
+  }
+  return n;
+}
