@@ -1,8 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REPO_ROOT, startProcess, type ServiceProcess } from '@quest/testing';
-import { address, post, seed, startSystem, type System } from './harness.ts';
+import { post, REPO_ROOT, type ServiceProcess, type System, seed, startProcess, startSystem, testAddress } from '@quest/testing';
 
 /**
  * `npm start` runs the esbuild bundles (scripts/build.mjs) with plain node: build them and run a
@@ -43,7 +42,7 @@ describe('the bundled api and worker', () => {
     const unknown = await post(
       system,
       `/quests/${questIds[0]}`,
-      { points: 1, address: address(0xfeedbeef) },
+      { points: 1, address: testAddress(0xfeedbeef) },
       { 'x-api-key': apiKey },
     );
     expect(unknown.body.code).toBe('ACCOUNT_NOT_FOUND');

@@ -1,46 +1,45 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, vi } from 'vitest';
+import type { Sql } from '@quest/db';
 import { generateApiKey } from '@quest/domain';
-import { type ServiceProcess, startProcess } from '@quest/testing';
-import { address, auditViolations, seed, startSystem, type System } from './harness.ts';
+import {
+  auditViolations,
+  createAccounts,
+  REPO_ROOT,
+  startApiProcess,
+  startProcess,
+  systemTest,
+  testAddress,
+} from '@quest/testing';
+import { DEFAULT_BATCH_SIZE, MAX_ATTEMPTS } from '../../apps/admin/src/commands/credit.ts';
 
 /**
  * `quest-admin credit` end to end: the real CLI process against the real API and worker
- * processes, on a database of its own. One API answers batches synchronously (200); a second one
- * on the same database and queues waits 0 ms, so every batch is answered 202 and followed.
+ * processes, on a database of its own. The file's API answers batches synchronously (200); a second
+ * one on the same database and queues (`asyncApiUrl`) waits 0 ms, so every batch is answered 202 and
+ * followed.
  */
 
-const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const BIN = 'apps/admin/bin/quest-admin.js';
 const ROWS = 20_000;
 
-let system: System;
-let owner: Awaited<ReturnType<typeof seed>>;
-let asyncApi: ServiceProcess;
-let asyncUrl: string;
-let dir: string;
-
-beforeAll(async () => {
-  system = await startSystem({ workers: 1, partitions: 4, env: { JOB_RETENTION_SECONDS: '600' } });
-  owner = await seed(system, { quests: 1, accounts: ROWS });
-  asyncApi = await startProcess(
-    'apps/api/src/server.ts',
-    { ...system.env, PORT: '0', BATCH_WAIT_MS: '0' },
-    /Server listening at http:\/\/127\.0\.0\.1:\d+/,
-  );
-  asyncUrl = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(asyncApi.output())![1]!;
-  dir = await mkdtemp(join(tmpdir(), 'quest-credit-'));
-}, 120_000);
-afterAll(async () => {
-  await asyncApi?.stop('SIGKILL');
-  await system?.stop();
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
+const test = systemTest({ workers: 1, partitions: 4, env: { JOB_RETENTION_SECONDS: '600' } })
+  .extend('asyncApiUrl', { scope: 'file' }, async ({ system }, { onCleanup }) => {
+    const { process, baseUrl } = await startApiProcess({ ...system.env, BATCH_WAIT_MS: '0' });
+    onCleanup(async () => {
+      await process.stop('SIGKILL');
+    });
+    return baseUrl;
+  })
+  // biome-ignore lint/correctness/noEmptyPattern: vitest reads a fixture's dependencies from this pattern
+  .extend('dir', async ({}, { onCleanup }) => {
+    const dir = await mkdtemp(join(tmpdir(), 'quest-credit-'));
+    onCleanup(() => rm(dir, { recursive: true, force: true }));
+    return dir;
+  });
 
 interface CliResult {
   code: number | null;
@@ -49,12 +48,19 @@ interface CliResult {
   stderr: string;
 }
 
-function startCli(args: readonly string[]): { child: ChildProcess; result: Promise<CliResult> } {
+interface RunningCli {
+  child: ChildProcess;
+  /** What the CLI wrote to stderr so far. */
+  stderr(): string;
+  result: Promise<CliResult>;
+}
+
+function startCli(databaseUrl: string, args: readonly string[]): RunningCli {
   const child = spawn(process.execPath, [BIN, ...args], {
     cwd: REPO_ROOT,
     // From scratch: no developer API_BASE_URL leaking in. The credit command needs no database,
     // but the CLI's environment requires the variable.
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: system.db.url },
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: databaseUrl },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
@@ -65,23 +71,23 @@ function startCli(args: readonly string[]): { child: ChildProcess; result: Promi
     child.on('error', reject);
     child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
   });
-  return { child, result };
+  return { child, stderr: () => stderr, result };
 }
-const cli = (...args: string[]) => startCli(args).result;
+const cli = (databaseUrl: string, args: readonly string[]) => startCli(databaseUrl, args).result;
 
-function credit(questId: number, file: string, opts: { key?: string; baseUrl?: string; extra?: string[] } = {}) {
+function creditArgs(o: { quest: number; key: string; file: string; baseUrl: string; extra?: string[] }): string[] {
   return [
     'credit',
     '--quest',
-    String(questId),
+    String(o.quest),
     '--key',
-    opts.key ?? owner.apiKey,
+    o.key,
     '--file',
-    file,
+    o.file,
     '--base-url',
-    opts.baseUrl ?? system.baseUrl,
+    o.baseUrl,
     '--json',
-    ...(opts.extra ?? []),
+    ...(o.extra ?? []),
   ];
 }
 
@@ -92,27 +98,9 @@ function jsonOf(result: CliResult): any {
   return JSON.parse(lines[0]!);
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 function expectNoStack(result: CliResult): void {
   expect(result.stderr).not.toMatch(/\n\s+at .+:\d+:\d+/);
   expect(result.stdout).not.toMatch(/\n\s+at .+:\d+:\d+/);
-}
-
-async function newQuest(total: number): Promise<number> {
-  const [row] = await system.db.sql<{ id: number }[]>`
-    insert into quests (owner_id, name, start_at, end_at, total_points, points_remaining)
-    values (${owner.ownerId}, 'credit', now() - interval '1 hour', now() + interval '1 day', ${total}, ${total}) returning id`;
-  return row!.id;
 }
 
 interface Row {
@@ -120,7 +108,7 @@ interface Row {
   points: string;
 }
 
-async function writeCsv(name: string, rows: readonly Row[]): Promise<string> {
+async function writeCsv(dir: string, name: string, rows: readonly Row[]): Promise<string> {
   const path = join(dir, name);
   await writeFile(path, `address,points\n${rows.map((r) => `${r.address},${r.points}`).join('\n')}\n`);
   return path;
@@ -141,10 +129,18 @@ function expectedOutcomes(rows: readonly Row[], total: number, known: ReadonlySe
   });
 }
 
-async function payoutsOf(questId: number) {
-  const [row] = await system.db.sql<{ n: number; s: number }[]>`
+/** Batches a run sends: its valid rows, cut every `batchSize`. */
+const batchCount = (validRows: number, batchSize: number) => Math.ceil(validRows / batchSize);
+
+async function payoutsOf(sql: Sql, questId: number) {
+  const [row] = await sql<{ n: number; s: number }[]>`
     select count(*)::int as n, coalesce(sum(amount), 0)::int8 as s from payouts where quest_id = ${questId}`;
   return { n: row!.n, s: Number(row!.s) };
+}
+
+async function batchesOf(sql: Sql, questId: number): Promise<number> {
+  const [row] = await sql<{ n: number }[]>`select count(*)::int as n from batches where quest_id = ${questId}`;
+  return row!.n;
 }
 
 async function failedRowsOf(path: string): Promise<string[][]> {
@@ -154,180 +150,219 @@ async function failedRowsOf(path: string): Promise<string[][]> {
 }
 
 describe('quest-admin credit', () => {
-  it('credits a 20,000-row CSV: counts match the database, one payout per row, failed rows listed with their codes', async () => {
+  test('credits a 20,000-row CSV: counts match the database, one payout per row, failed rows listed with their codes', {
+    timeout: 120_000,
+  }, async ({ system, database, owner, makeQuest, dir }) => {
+    const { sql } = database;
+    const accounts = await createAccounts(sql, ROWS);
     const unknown = (i: number) => i < 15_000 && i % 1000 === 500;
     const huge = (i: number) => i < 15_000 && i % 2500 === 1234;
-    const rows: Row[] = Array.from({ length: ROWS }, (_, i) => ({
-      address: unknown(i) ? address(0x7000_0000 + i) : address(i + 1),
+    const rows: Row[] = accounts.map((address, i) => ({
+      address: unknown(i) ? testAddress(0x7000_0000 + i) : address,
       points: huge(i) ? '1000000000000' : String(1 + (i % 7)),
     }));
     rows[100] = { address: 'not-an-address', points: '5' };
-    rows[7777] = { address: address(7778), points: '0' };
-    rows[12_345] = { address: address(12_346).toLowerCase(), points: '1.5' };
+    rows[7777] = { address: accounts[7777]!, points: '0' };
+    rows[12_345] = { address: accounts[12_345]!.toLowerCase(), points: '1.5' };
     // The budget covers exactly the creditable rows among the first 19,000: every later row is
     // over budget, which holds only if batches are decided in file order.
-    const known = new Set(owner.accounts);
+    const known = new Set<string>(accounts);
     let total = 0;
     for (const o of expectedOutcomes(rows.slice(0, 19_000), Number.MAX_SAFE_INTEGER, known)) {
       if (o.code === null) total += Number(o.points);
     }
-    const questId = await newQuest(total);
+    const questId = await makeQuest({ totalPoints: total });
     const expected = expectedOutcomes(rows, total, known);
     const credited = expected.filter((o) => o.code === null);
     const failed = expected.filter((o) => o.code !== null);
-    expect(failed.length).toBeGreaterThan(1000);
+    const valid = expected.filter((o) => o.code !== 'INVALID_ROW');
+    expect(new Set(failed.map((o) => o.code))).toEqual(new Set(['INVALID_ROW', 'INSUFFICIENT_POINTS', 'ACCOUNT_NOT_FOUND']));
 
-    const file = await writeCsv('twenty-thousand.csv', rows);
-    const started = Date.now();
-    const result = await cli(...credit(questId, file));
-    const wallMs = Date.now() - started;
+    const file = await writeCsv(dir, 'twenty-thousand.csv', rows);
+    const result = await cli(database.url, creditArgs({ quest: questId, key: owner.apiKey, file, baseUrl: system.baseUrl }));
     expect(result.code, result.stderr).toBe(0);
     expectNoStack(result);
-    const summary = jsonOf(result);
-    expect(summary).toEqual({
+    expect(jsonOf(result)).toEqual({
       quest: questId,
       file,
-      batches: 4,
+      batches: batchCount(valid.length, DEFAULT_BATCH_SIZE),
       total: ROWS,
       succeeded: credited.length,
       failed: failed.length,
       failedFile: `${file}.failed.csv`,
       elapsedMs: expect.any(Number),
     });
-    console.log(
-      `credit: ${ROWS} rows in ${summary.elapsedMs} ms inside the CLI (${Math.round(ROWS / (summary.elapsedMs / 1000))} rows/s); ` +
-        `${wallMs} ms wall including process start (${Math.round(ROWS / (wallMs / 1000))} rows/s)`,
-    );
 
     // The database: one payout per creditable row, with its points, and nothing else.
-    expect(await payoutsOf(questId)).toEqual({ n: credited.length, s: total });
-    const payouts = await system.db.sql<{ pass_address: string; amount: number }[]>`
-      select a.pass_address, p.amount::int8 as amount from payouts p join accounts a on a.id = p.account_id
-      where p.quest_id = ${questId}`;
+    expect(await payoutsOf(sql, questId)).toEqual({ n: credited.length, s: total });
+    const payouts = await sql<{ pass_address: string; amount: number }[]>`
+        select a.pass_address, p.amount::int8 as amount from payouts p join accounts a on a.id = p.account_id
+        where p.quest_id = ${questId}`;
     const paid = new Map(payouts.map((p) => [p.pass_address, Number(p.amount)]));
     expect(paid.size).toBe(payouts.length);
     for (const o of credited) expect(paid.get(o.address), `line ${o.line}`).toBe(Number(o.points));
-    const [quest] = await system.db.sql<
-      { points_remaining: number }[]
-    >`select points_remaining from quests where id = ${questId}`;
+    const [quest] = await sql<{ points_remaining: number }[]>`select points_remaining from quests where id = ${questId}`;
     expect(Number(quest!.points_remaining)).toBe(0);
 
     // The failed rows, in file order, exactly the rejected and invalid ones, with their codes.
     expect(await failedRowsOf(`${file}.failed.csv`)).toEqual(failed.map((o) => [String(o.line), o.address, o.points, o.code]));
-    const codes = new Set(failed.map((o) => o.code));
-    expect(codes).toEqual(new Set(['INVALID_ROW', 'INSUFFICIENT_POINTS', 'ACCOUNT_NOT_FOUND']));
-    expect(await auditViolations(system)).toEqual([]);
-  }, 120_000);
+    expect(await auditViolations(sql)).toEqual([]);
+  });
 
-  it('an interrupted run, re-run, credits every row exactly once; a third run credits nothing; another batch size is refused', async () => {
-    const rows: Row[] = Array.from({ length: ROWS }, (_, i) => ({ address: address(i + 1), points: String(1 + (i % 5)) }));
+  test('an interrupted run, re-run, credits every row exactly once; a third run credits nothing; another batch size is refused', {
+    timeout: 180_000,
+  }, async ({ system, database, asyncApiUrl, owner, makeQuest, dir }) => {
+    const { sql } = database;
+    const accounts = await createAccounts(sql, ROWS);
+    const rows: Row[] = accounts.map((address, i) => ({ address, points: String(1 + (i % 5)) }));
     rows[3] = { address: '0xzz', points: '1' };
-    rows[15_000] = { address: address(15_001), points: '-2' };
+    rows[15_000] = { address: accounts[15_000]!, points: '-2' };
     const valid = rows.filter((_, i) => i !== 3 && i !== 15_000);
     const validSum = valid.reduce((t, r) => t + Number(r.points), 0);
-    const questId = await newQuest(1_000_000_000);
-    const file = await writeCsv('interrupted.csv', rows);
-    const args = (baseUrl: string, batchSize = '1000') => credit(questId, file, { baseUrl, extra: ['--batch-size', batchSize] });
+    const questId = await makeQuest({ totalPoints: 1_000_000_000 });
+    const file = await writeCsv(dir, 'interrupted.csv', rows);
+    const BATCH_SIZE = 1000;
+    const batches = batchCount(valid.length, BATCH_SIZE);
+    const args = (baseUrl: string, batchSize = BATCH_SIZE) =>
+      creditArgs({ quest: questId, key: owner.apiKey, file, baseUrl, extra: ['--batch-size', String(batchSize)] });
 
     // Run 1, through the API that answers 202: killed once the first batch has been credited.
-    const first = startCli(args(asyncUrl));
-    const deadline = Date.now() + 60_000;
-    while ((await payoutsOf(questId)).n === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    const first = startCli(database.url, args(asyncApiUrl));
+    await vi.waitFor(
+      async () => {
+        expect(first.child.exitCode, first.stderr()).toBeNull();
+        expect((await payoutsOf(sql, questId)).n).toBeGreaterThan(0);
+      },
+      { timeout: 60_000, interval: 10 },
+    );
     first.child.kill('SIGKILL');
     const killed = await first.result;
     expect(killed.signal, killed.stderr).toBe('SIGKILL');
     // Let the batch the service had already taken finish, then check the run really was cut short.
-    for (let settled = false; !settled; await new Promise((r) => setTimeout(r, 50))) {
-      const open = await system.db.sql`select 1 from batches where quest_id = ${questId} and status in ('pending', 'processing')`;
-      settled = open.length === 0;
-    }
-    const partial = await payoutsOf(questId);
+    await vi.waitFor(
+      async () =>
+        expect(await sql`select id from batches where quest_id = ${questId} and status in ('pending', 'processing')`).toEqual([]),
+      { timeout: 60_000, interval: 50 },
+    );
+    const partial = await payoutsOf(sql, questId);
     expect(partial.n).toBeGreaterThan(0);
     expect(partial.n).toBeLessThan(valid.length);
 
     // Run 2, through the synchronous API: completes the rest.
-    const second = await cli(...args(system.baseUrl));
+    const second = await cli(database.url, args(system.baseUrl));
     expect(second.code, second.stderr).toBe(0);
     const expectedSummary = {
       quest: questId,
       file,
-      batches: 20,
+      batches,
       total: ROWS,
       succeeded: valid.length,
-      failed: 2,
+      failed: rows.length - valid.length,
       failedFile: `${file}.failed.csv`,
       elapsedMs: expect.any(Number),
     };
     expect(jsonOf(second)).toEqual(expectedSummary);
     const exactlyOnce = async () => {
-      expect(await payoutsOf(questId)).toEqual({ n: valid.length, s: validSum });
-      const duplicates = await system.db.sql`
-        select account_id from payouts where quest_id = ${questId} group by account_id having count(*) > 1
-        union all
-        select 1 from payouts where quest_id = ${questId} group by batch_id, item_index having count(*) > 1`;
+      expect(await payoutsOf(sql, questId)).toEqual({ n: valid.length, s: validSum });
+      const duplicates = await sql`
+          select account_id from payouts where quest_id = ${questId} group by account_id having count(*) > 1
+          union all
+          select 1 from payouts where quest_id = ${questId} group by batch_id, item_index having count(*) > 1`;
       expect(duplicates).toHaveLength(0);
-      const [batches] = await system.db.sql<{ n: number }[]>`select count(*)::int as n from batches where quest_id = ${questId}`;
-      expect(batches!.n).toBe(20);
-      expect(await auditViolations(system)).toEqual([]);
+      expect(await batchesOf(sql, questId)).toBe(batches);
+      expect(await auditViolations(sql)).toEqual([]);
     };
     await exactlyOnce();
     expect(await failedRowsOf(`${file}.failed.csv`)).toEqual([
       ['5', '0xzz', '1', 'INVALID_ROW'],
-      ['15002', address(15_001), '-2', 'INVALID_ROW'],
+      ['15002', accounts[15_000], '-2', 'INVALID_ROW'],
     ]);
 
     // Run 3, through the 202 API: every batch replays its stored results; nothing new is credited.
-    const third = await cli(...args(asyncUrl));
+    const third = await cli(database.url, args(asyncApiUrl));
     expect(third.code, third.stderr).toBe(0);
     expect(jsonOf(third)).toEqual(expectedSummary);
     await exactlyOnce();
 
     // Another batch size would cut other batches: refused on batch 1, nothing credited twice.
-    const other = await cli(...args(system.baseUrl, '999'));
+    const otherSize = BATCH_SIZE - 1;
+    const other = await cli(database.url, args(system.baseUrl, otherSize));
     expect(other.code, other.stderr).toBe(1);
     expectNoStack(other);
     const out = jsonOf(other);
     expect(out.error.code).toBe('IDEMPOTENCY_KEY_REUSED');
     expect(out).toMatchObject({ batches: 0, succeeded: 0 });
-    expect(other.stderr).toMatch(/^error: batch 1 of 21 \(CSV lines 2–1,001\) was refused with 400 IDEMPOTENCY_KEY_REUSED/m);
+    // Batch 1 holds the first 999 valid rows: CSV lines 2 to 1,001 (line 5 is invalid).
+    expect(other.stderr).toMatch(
+      new RegExp(
+        `^error: batch 1 of ${batchCount(valid.length, otherSize)} \\(CSV lines 2–1,001\\) was refused with 400 IDEMPOTENCY_KEY_REUSED`,
+        'm',
+      ),
+    );
     await exactlyOnce();
-  }, 180_000);
+  });
 
-  it('rides out an API restart mid-run: network errors are retried with the same keys, every row credited once', async () => {
-    const port = await freePort();
-    const startApi = () =>
-      startProcess(
+  test('rides out an API restart mid-run: network errors are retried with the same keys, every row credited once', {
+    timeout: 120_000,
+  }, async ({ system, database, owner, makeQuest, dir }) => {
+    const { sql } = database;
+    // An API of its own, restarted on the same port.
+    const first = await startApiProcess(system.env);
+    let api = first.process;
+    try {
+      const ROW_COUNT = 10_000;
+      const BATCH_SIZE = 500;
+      const accounts = await createAccounts(sql, ROW_COUNT);
+      const rows: Row[] = accounts.map((address) => ({ address, points: '2' }));
+      const questId = await makeQuest({ totalPoints: 1_000_000 });
+      const file = await writeCsv(dir, 'restart.csv', rows);
+      const batches = batchCount(ROW_COUNT, BATCH_SIZE);
+      const run = startCli(
+        database.url,
+        creditArgs({
+          quest: questId,
+          key: owner.apiKey,
+          file,
+          baseUrl: first.baseUrl,
+          extra: ['--batch-size', String(BATCH_SIZE)],
+        }),
+      );
+      await vi.waitFor(
+        async () => {
+          expect(run.child.exitCode, run.stderr()).toBeNull();
+          expect((await payoutsOf(sql, questId)).n).toBeGreaterThan(0);
+        },
+        { timeout: 60_000, interval: 10 },
+      );
+      await api.stop('SIGKILL');
+      // The CLI has met the dead API and is backing off: bring it back on the same port.
+      const retrying = new RegExp(`^warning: batch \\d+ of ${batches} .*; retry 1 of ${MAX_ATTEMPTS - 1} in`, 'm');
+      await vi.waitFor(() => expect(run.stderr()).toMatch(retrying), { timeout: 30_000, interval: 20 });
+      api = await startProcess(
         'apps/api/src/server.ts',
-        { ...system.env, PORT: String(port) },
+        { ...system.env, PORT: new URL(first.baseUrl).port },
         /Server listening at http:\/\/127\.0\.0\.1:\d+/,
       );
-    let api = await startApi();
-    try {
-      const rows: Row[] = Array.from({ length: 10_000 }, (_, i) => ({ address: address(i + 1), points: '2' }));
-      const questId = await newQuest(1_000_000);
-      const file = await writeCsv('restart.csv', rows);
-      const run = startCli(credit(questId, file, { baseUrl: `http://127.0.0.1:${port}`, extra: ['--batch-size', '500'] }));
-      const deadline = Date.now() + 60_000;
-      while ((await payoutsOf(questId)).n === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-      await api.stop('SIGKILL');
-      await new Promise((r) => setTimeout(r, 500));
-      api = await startApi();
       const result = await run.result;
       expect(result.code, result.stderr).toBe(0);
-      expect(result.stderr).toMatch(/^warning: batch \d+ of 20 .*; retry 1 of 7 in/m);
-      expect(jsonOf(result)).toMatchObject({ batches: 20, total: 10_000, succeeded: 10_000, failed: 0, failedFile: null });
-      expect(await payoutsOf(questId)).toEqual({ n: 10_000, s: 20_000 });
-      const [batches] = await system.db.sql<{ n: number }[]>`select count(*)::int as n from batches where quest_id = ${questId}`;
-      expect(batches!.n).toBe(20);
-      expect(await auditViolations(system)).toEqual([]);
+      expect(jsonOf(result)).toMatchObject({
+        batches,
+        total: ROW_COUNT,
+        succeeded: ROW_COUNT,
+        failed: 0,
+        failedFile: null,
+      });
+      expect(await payoutsOf(sql, questId)).toEqual({ n: ROW_COUNT, s: 2 * ROW_COUNT });
+      expect(await batchesOf(sql, questId)).toBe(batches);
+      expect(await auditViolations(sql)).toEqual([]);
     } finally {
       await api.stop('SIGKILL');
     }
-  }, 120_000);
+  });
 
-  it('usage errors exit 2 with a usage message and no stack trace', async () => {
-    const file = await writeCsv('usage.csv', [{ address: address(1), points: '1' }]);
-    const key = owner.apiKey;
+  test('usage errors exit 2 with a usage message and no stack trace', async ({ database, dir }) => {
+    const file = await writeCsv(dir, 'usage.csv', [{ address: testAddress(1), points: '1' }]);
+    const key = generateApiKey();
     const cases: [string[], RegExp][] = [
       [['credit', '--quest', '1', '--key', key], /required option '--file <path>' not specified/],
       [['credit', '--quest', '1', '--file', file], /required option '--key <apiKey>' not specified/],
@@ -341,7 +376,7 @@ describe('quest-admin credit', () => {
       [['credit', '--quest', '1', '--key', 'secret', '--file', file], /--key <apiKey>' argument 'secret' is invalid/],
       [['credit', '--quest', '1', '--key', key, '--file', file, '--base-url', 'ftp://x'], /--base-url/],
     ];
-    const results = await Promise.all(cases.map(([args]) => cli(...args, '--json')));
+    const results = await Promise.all(cases.map(([args]) => cli(database.url, [...args, '--json'])));
     for (const [i, result] of results.entries()) {
       expect(result.code, result.stderr).toBe(2);
       expect(result.stdout).toBe('');
@@ -349,15 +384,20 @@ describe('quest-admin credit', () => {
       expect(result.stderr).toMatch(/Usage: quest-admin credit/);
       expectNoStack(result);
     }
-  }, 60_000);
+  });
 
-  it("a wrong key stops with exit 1 and the API's INVALID_API_KEY; a malformed CSV stops before sending anything", async () => {
-    const questId = await newQuest(1000);
-    const file = await writeCsv('wrong-key.csv', [
-      { address: address(1), points: '1' },
-      { address: address(2), points: '2' },
+  test("a wrong key stops with exit 1 and the API's INVALID_API_KEY; a malformed CSV stops before sending anything", async ({
+    system,
+    database,
+    owner,
+    quest,
+    dir,
+  }) => {
+    const file = await writeCsv(dir, 'wrong-key.csv', [
+      { address: testAddress(1), points: '1' },
+      { address: testAddress(2), points: '2' },
     ]);
-    const wrong = await cli(...credit(questId, file, { key: generateApiKey() }));
+    const wrong = await cli(database.url, creditArgs({ quest, key: generateApiKey(), file, baseUrl: system.baseUrl }));
     expect(wrong.code, wrong.stderr).toBe(1);
     expectNoStack(wrong);
     // One error line (besides progress lines, printed every 2 s on a busy machine).
@@ -365,26 +405,35 @@ describe('quest-admin credit', () => {
     expect(lines.filter((l) => !/^(scanning|crediting)/.test(l))).toEqual([
       expect.stringMatching(/^error: batch 1 of 1 \(CSV lines 2–3\) was refused with 401 INVALID_API_KEY: /),
     ]);
-    expect(jsonOf(wrong)).toMatchObject({ quest: questId, batches: 0, succeeded: 0, error: { code: 'INVALID_API_KEY' } });
+    expect(jsonOf(wrong)).toMatchObject({ quest, batches: 0, succeeded: 0, error: { code: 'INVALID_API_KEY' } });
 
     const bad = join(dir, 'malformed.csv');
-    await writeFile(bad, `address,points\n${address(1)},1\n"${address(2)},2\n`);
-    const malformed = await cli(...credit(questId, bad));
+    await writeFile(bad, `address,points\n${testAddress(1)},1\n"${testAddress(2)},2\n`);
+    const malformed = await cli(database.url, creditArgs({ quest, key: owner.apiKey, file: bad, baseUrl: system.baseUrl }));
     expect(malformed.code).toBe(1);
     expect(jsonOf(malformed).error.code).toBe('INVALID_CSV');
-    expect(await payoutsOf(questId)).toEqual({ n: 0, s: 0 });
-  }, 60_000);
+    expect(await payoutsOf(database.sql, quest)).toEqual({ n: 0, s: 0 });
+  });
 
-  it('prints a text summary without --json, and a clean re-run removes a stale failed-rows file', async () => {
-    const questId = await newQuest(1000);
+  test('prints a text summary without --json, and a clean re-run removes a stale failed-rows file', async ({
+    system,
+    database,
+    owner,
+    quest,
+    accounts,
+    dir,
+  }) => {
     const rows = [
-      { address: address(1), points: '10' },
+      { address: accounts[0]!, points: '10' },
       { address: 'oops', points: '1' },
-      { address: address(2), points: '20' },
+      { address: accounts[1]!, points: '20' },
     ];
-    const file = await writeCsv('text.csv', rows);
-    const args = credit(questId, file).filter((a) => a !== '--json');
-    const result = await cli(...args);
+    const file = await writeCsv(dir, 'text.csv', rows);
+    const args = creditArgs({ quest, key: owner.apiKey, file, baseUrl: system.baseUrl });
+    const result = await cli(
+      database.url,
+      args.filter((a) => a !== '--json'),
+    );
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toMatch(/^Credited .*text\.csv to quest \d+\n/);
     expect(result.stdout).toMatch(/ {2}succeeded +2\n/);
@@ -392,10 +441,10 @@ describe('quest-admin credit', () => {
     expect(result.stdout).toMatch(/rows\/s/);
     expect(await failedRowsOf(`${file}.failed.csv`)).toEqual([['3', 'oops', '1', 'INVALID_ROW']]);
 
-    await writeFile(file, `address,points\n${address(3)},5\n`);
-    const clean = await cli(...credit(questId, file));
+    await writeFile(file, `address,points\n${accounts[2]},5\n`);
+    const clean = await cli(database.url, args);
     expect(jsonOf(clean)).toMatchObject({ succeeded: 1, failed: 0, failedFile: null });
     await expect(readFile(`${file}.failed.csv`)).rejects.toThrow(/ENOENT/);
-    expect(await payoutsOf(questId)).toEqual({ n: 3, s: 35 });
-  }, 60_000);
+    expect(await payoutsOf(database.sql, quest)).toEqual({ n: 3, s: 35 });
+  });
 });

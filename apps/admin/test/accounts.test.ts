@@ -113,20 +113,20 @@ describe('quest-admin account import', () => {
     expect(json.invalidRows[99]).toEqual({ line: 104, value: 'bad-99' });
   });
 
-  it('imports 100,000 accounts from a file in well under 10 seconds', async () => {
-    const addresses = Array.from({ length: 100_000 }, () => `0x${randomHex()}`);
-    const file = await csvFile('100k.csv', `pass\n${addresses.join('\n')}\n`);
-    const started = performance.now();
+  it('imports a file larger than one write chunk: every row created once, and a re-run skips them all', async () => {
+    // importAccounts writes 10,000 rows per statement: this file takes three, the last one partial.
+    // (How fast 100,000 rows go is measured by `npm run bench -- --scenario admin`.)
+    const addresses = Array.from({ length: 25_000 }, () => `0x${randomHex()}`);
+    const file = await csvFile('25k.csv', `pass\n${addresses.join('\n')}\n`);
     const result = await cli('account', 'import', '--file', file, '--json');
-    const seconds = (performance.now() - started) / 1000;
-    console.log(`quest-admin account import: 100,000 rows in ${seconds.toFixed(2)} s (including process start)`);
     expect(result.code, result.stderr).toBe(0);
-    expect(jsonOf(result)).toEqual({ created: 100_000, skipped: 0, invalid: 0, invalidRows: [] });
-    expect(seconds).toBeLessThan(10);
-    const [row] = await db.sql<{ n: number }[]>`select count(*)::int as n from accounts`;
-    expect(row!.n).toBeGreaterThanOrEqual(100_000);
-    expect(await accountCount(addresses.slice(0, 1000))).toBe(1000);
-  }, 60_000);
+    expect(jsonOf(result)).toEqual({ created: addresses.length, skipped: 0, invalid: 0, invalidRows: [] });
+    expect(await accountCount(addresses)).toBe(addresses.length);
+
+    const again = await cli('account', 'import', '--file', file, '--json');
+    expect(again.code, again.stderr).toBe(0);
+    expect(jsonOf(again)).toEqual({ created: 0, skipped: addresses.length, invalid: 0, invalidRows: [] });
+  });
 
   it('reports a missing file, a file without a pass header, and an empty file as errors', async () => {
     const missing = await cli('account', 'import', '--file', join(dir, 'nope.csv'), '--json');

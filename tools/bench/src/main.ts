@@ -19,7 +19,9 @@ import {
   waitForPool,
 } from './procs.ts';
 import { summarizeProfileDir } from './profile.ts';
+import { AUDIT_GOAL_S, adminScenario, IMPORT_GOAL_S } from './admin.ts';
 import {
+  type BaseCtx,
   batchScenario,
   benchConfig,
   type Ctx,
@@ -32,13 +34,16 @@ import {
   throughputScenario,
 } from './scenarios.ts';
 import { seedAccounts, seedOwner, seedQuests } from './seed.ts';
-import { formatValue, markdownTable, type Row, resultsTable, rng } from './stats.ts';
+import { formatValue, groupThousands, markdownTable, type Row, resultsTable, rng } from './stats.ts';
 
 const program = new Command()
   .name('bench')
   .description('Benchmarks the quest rewards service (API + workers as real processes) against the direct ledger transaction.')
-  .option('--quick', 'short run (< 2 min): shorter durations, fewer items, scale with 1 and 2 workers', false)
-  .option('--scenario <names...>', `scenarios to run (comma or space separated): ${SCENARIOS.join(', ')}`)
+  .option('--quick', 'short run (≈ 2 min): shorter durations, fewer items, scale with 1 and 2 workers', false)
+  .option(
+    '--scenario <names...>',
+    `scenarios to run (comma or space separated): ${SCENARIOS.join(', ')}; admin alone starts no API or worker`,
+  )
   .option('--workers <n>', 'worker processes for scenarios 1–4 and memory', (v) => Number.parseInt(v, 10))
   .option('--duration <seconds>', 'override the timed runs (throughput, hot, scale, limits)', (v) => Number(v))
   .option('--batch-concurrency <n>', 'batches in flight in the batch scenario', (v) => Number.parseInt(v, 10))
@@ -167,106 +172,26 @@ async function main() {
   log(`database ${infra.dbName}, Redis prefix ${infra.prefix}`);
 
   const owner = await seedOwner(sql);
-  const accountCount = Math.max(cfg.accountPool, selected.has('batch') ? cfg.batchItems : 0);
-  const accounts = await seedAccounts(sql, accountCount);
-  await sql`analyze`;
-  log(`seeded owner, ${accounts.length} accounts`);
-
-  const env: ServiceEnv = {
-    DATABASE_URL: infra.databaseUrl,
-    REDIS_URL: infra.redisUrl,
-    QUEUE_PREFIX: infra.prefix,
-    QUEUE_PARTITIONS: String(cfg.partitions),
-    LOG_LEVEL: 'warn',
-    BATCH_CHUNK_SIZE: String(cfg.chunkSize),
-  };
-  let workers: Service[] = [];
-  let generation = 0;
-  const startWorkers = async (n: number) => {
-    generation++;
-    const ids = Array.from({ length: n }, (_, i) => `bench-w${i + 1}${generation > 1 ? `g${generation}` : ''}`);
-    workers = ids.map((id) => startWorkerProcess(env, id, profileArgs('worker')));
-    await waitForPool(infra!.redis, infra!.prefix, cfg.partitions, ids, workers);
-  };
-
-  if (opts.runtime === 'bundle') {
-    const dir = join(opts.out, `build-${tag}`);
-    useEntries(await bundleServices(dir));
-    log(`bundled the API and worker into ${dir}`);
-  }
-  log(`starting the API and ${cfg.workers} workers (${opts.runtime})`);
-  const [api] = await Promise.all([startApi(env, profileArgs('api')), startWorkers(cfg.workers)]);
-  log(`API at ${api.baseUrl}; workers ${workers.map((w) => `${w.name}(pid ${w.pid})`).join(', ')}`);
-
-  const warmQuests = await seedQuests(sql, owner.ownerId, 32, 'warm-up');
-  const warm = async () => {
-    const r = rng(99);
-    const w = await runLoad({
-      baseUrl: api.baseUrl,
-      apiKey: owner.apiKey,
-      connections: 16,
-      durationS: cfg.warmupS,
-      pick: () => ({
-        questId: warmQuests[Math.floor(r() * warmQuests.length)]!,
-        address: accounts[Math.floor(r() * cfg.accountPool)]!,
-      }),
-    });
-    log(`warm-up: ${w.ok200} allocations in ${w.elapsedS.toFixed(1)} s (not measured)`);
-  };
-  await warm();
-
-  const ctx: Ctx = {
+  const base: BaseCtx = {
     cfg,
     infra,
     owner,
-    accounts,
-    api,
-    workers: () => workers,
-    async restartWorkers(n) {
-      log(`restarting workers: ${workers.length} → ${n}`);
-      await Promise.all(workers.map((w) => w.stop('SIGTERM')));
-      await startWorkers(n);
-      await warm();
-    },
-    async openLimitPool(max) {
-      await limitPool?.end({ timeout: 2 });
-      const pool = createSql(infra!.databaseUrl, { max, idleTimeout: 0, applicationName: 'quest-bench-limit' });
-      limitPool = pool;
-      const deadline = Date.now() + 60_000;
-      for (;;) {
-        try {
-          await Promise.all(Array.from({ length: max }, () => pool`select pg_sleep(0.02)`));
-          return pool;
-        } catch (error) {
-          // 53300: too many connections — the server is shared; wait for others to let go.
-          if ((error as { code?: string }).code !== '53300' || Date.now() > deadline) throw error;
-          const holders = await infra!.sql<{ datname: string | null; n: number }[]>`
-            select datname, count(*)::int as n from pg_stat_activity group by 1 order by 2 desc limit 4`.catch(() => []);
-          log(
-            `limit pool: server has no free connections for ${max}, waiting (held: ${holders.map((h) => `${h.datname ?? 'background'} ${h.n}`).join(', ')})`,
-          );
-          await new Promise((r) => setTimeout(r, 1000));
-        }
-      }
-    },
-    async closeLimitPool() {
-      await limitPool?.end({ timeout: 5 });
-      limitPool = undefined;
-    },
+    services: () => [],
     log,
     disturbances: [],
     windows: [],
     quietBudget: { remainingS: cfg.quick ? 20 : 420 },
-    shared: {},
   };
+  // Scenarios of the service need it running; admin (the CLI against the database) does not.
+  const ctx = [...selected].some((name) => name !== 'admin') ? await startService(base) : undefined;
 
   const outputs: ScenarioOutput[] = [];
   const run = async (name: ScenarioName, fn: () => Promise<ScenarioOutput | ScenarioOutput[]>) => {
     const started = Date.now();
-    const disturbedBefore = ctx.disturbances.length;
+    const disturbedBefore = base.disturbances.length;
     try {
       const out = await fn();
-      const disturbed = ctx.disturbances.length > disturbedBefore;
+      const disturbed = base.disturbances.length > disturbedBefore;
       for (const o of Array.isArray(out) ? out : [out]) {
         if (disturbed) for (const r of o.rows) r.status = `${r.status} (disturbed)`;
         outputs.push(o);
@@ -293,25 +218,11 @@ async function main() {
     log(`${name}: done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   };
 
-  if (selected.has('latency')) await run('latency', () => latencyScenario(ctx));
-  if (selected.has('throughput') || selected.has('memory')) {
-    await run(selected.has('throughput') ? 'throughput' : 'memory', async () => {
-      const { out, svc } = await throughputScenario(ctx, 'throughput', {
-        withLimit: selected.has('throughput'),
-        sampleMemory: selected.has('memory'),
-      });
-      const list: ScenarioOutput[] = [];
-      if (selected.has('throughput')) list.push(out);
-      if (selected.has('memory')) list.push(memoryOutput(svc));
-      return list;
-    });
-  }
-  if (selected.has('hot'))
-    await run('hot', async () => (await throughputScenario(ctx, 'hot', { withLimit: true, sampleMemory: false })).out);
-  if (selected.has('batch')) await run('batch', () => batchScenario(ctx));
-  if (selected.has('scale')) await run('scale', () => scaleScenario(ctx));
+  if (ctx) await runServiceScenarios(ctx, run);
+  // Last: it adds 100,000s of accounts and 1,000,000 payouts the other scenarios would work among.
+  if (selected.has('admin')) await run('admin', () => adminScenario(ctx ?? base));
 
-  const problems = [api, ...workers].map((s) => ({
+  const problems = (ctx ? [ctx.api, ...ctx.workers()] : []).map((s) => ({
     process: s.name,
     pid: s.pid,
     warnings: s.problems().length,
@@ -333,9 +244,11 @@ async function main() {
     `code: ${source.head}${source.dirty.length ? ` + uncommitted changes in ${source.dirty.join(', ')}` : ''}`,
     `config: ${opts.runtime} runtime, ${cfg.workers} workers (scale: ${cfg.scaleWorkers.join('/')}), ${cfg.partitions} partitions, ${cfg.connections} connections, ` +
       `throughput/hot ${cfg.throughputS}/${cfg.hotS} s, limit ${cfg.limitS} s (coalesced ${cfg.coalescedS} s), ` +
-      `${cfg.latencyRequests} latency requests, batch ${cfg.batchItems} = ${Math.ceil(cfg.batchItems / cfg.batchSize)} × ${cfg.batchSize} (chunks of ${cfg.chunkSize})`,
+      `${cfg.latencyRequests} latency requests, batch ${cfg.batchItems} = ${Math.ceil(cfg.batchItems / cfg.batchSize)} × ${cfg.batchSize} (chunks of ${cfg.chunkSize}), ` +
+      `admin: import ${cfg.importRows} rows, audit ${cfg.auditPayouts} payouts`,
     '',
-    'ratio = service ÷ limit (rates: higher is better, 1.00 = the service reaches the direct ledger transaction; latencies: lower is better).',
+    'ratio = service ÷ limit (rates: higher is better, 1.00 = the service reaches the direct ledger transaction; latencies and times: lower is better).',
+    'admin: service = the quest-admin CLI process, spawn to exit; limit = the @quest/db function it calls, in the bench process.',
     '“(disturbed)”: other processes on this shared machine used > 10 % of its CPU during a measured run of that scenario (see Disturbances).',
     'Throughput/hot ratio uses the single-item limit (what one-request-one-transaction could do); the coalesced-lists row is the ceiling of the service’s own job shape.',
     '',
@@ -346,8 +259,8 @@ async function main() {
     goals,
     '',
   ];
-  if (ctx.disturbances.length) {
-    lines.push('### Disturbances (other processes on this shared machine)', '', ...ctx.disturbances.map((d) => `- ${d}`), '');
+  if (base.disturbances.length) {
+    lines.push('### Disturbances (other processes on this shared machine)', '', ...base.disturbances.map((d) => `- ${d}`), '');
   }
   for (const p of problems)
     if (p.warnings) lines.push(`${p.process} logged ${p.warnings} warn/error lines, e.g. ${p.sample[0]?.slice(0, 300)}`);
@@ -370,16 +283,16 @@ async function main() {
     rows,
     results: Object.fromEntries(outputs.map((o) => [o.name, { ok: o.ok, notes: o.notes, ...o.raw }])),
     processWarnings: problems,
-    windows: ctx.windows,
-    disturbances: ctx.disturbances,
+    windows: base.windows,
+    disturbances: base.disturbances,
     profileDir,
   };
   writeFileSync(file, `${JSON.stringify(json, null, 2)}\n`);
   console.log(`results written to ${file}`);
 
   if (profileDir) {
-    writeFileSync(join(profileDir, 'windows.json'), `${JSON.stringify(ctx.windows, null, 2)}\n`);
-    const serviceWindows = ctx.windows.filter((w) => w.label.includes('(service)'));
+    writeFileSync(join(profileDir, 'windows.json'), `${JSON.stringify(base.windows, null, 2)}\n`);
+    const serviceWindows = base.windows.filter((w) => w.label.includes('(service)'));
     console.log(`\nCPU profiles in ${profileDir} (summarised over the ${serviceWindows.length} measured service windows)`);
     for (const role of ['api', 'worker'] as const) {
       const summary = summarizeProfileDir(join(profileDir, role), 25, serviceWindows);
@@ -387,6 +300,120 @@ async function main() {
     }
   }
   return outputs.every((o) => o.ok);
+}
+
+/** Seed the service's accounts, start the API and the workers, warm them up: the context of the service's scenarios. */
+async function startService(base: BaseCtx): Promise<Ctx> {
+  const accountCount = Math.max(cfg.accountPool, selected.has('batch') ? cfg.batchItems : 0);
+  const accounts = await seedAccounts(base.infra.sql, accountCount);
+  await base.infra.sql`analyze`;
+  log(`seeded owner, ${accounts.length} accounts`);
+
+  const env: ServiceEnv = {
+    DATABASE_URL: base.infra.databaseUrl,
+    REDIS_URL: base.infra.redisUrl,
+    QUEUE_PREFIX: base.infra.prefix,
+    QUEUE_PARTITIONS: String(cfg.partitions),
+    LOG_LEVEL: 'warn',
+    BATCH_CHUNK_SIZE: String(cfg.chunkSize),
+  };
+  let workers: Service[] = [];
+  let generation = 0;
+  const startWorkers = async (n: number) => {
+    generation++;
+    const ids = Array.from({ length: n }, (_, i) => `bench-w${i + 1}${generation > 1 ? `g${generation}` : ''}`);
+    workers = ids.map((id) => startWorkerProcess(env, id, profileArgs('worker')));
+    await waitForPool(base.infra.redis, base.infra.prefix, cfg.partitions, ids, workers);
+  };
+
+  if (opts.runtime === 'bundle') {
+    const dir = join(opts.out, `build-${tag}`);
+    useEntries(await bundleServices(dir));
+    log(`bundled the API and worker into ${dir}`);
+  }
+  log(`starting the API and ${cfg.workers} workers (${opts.runtime})`);
+  const [api] = await Promise.all([startApi(env, profileArgs('api')), startWorkers(cfg.workers)]);
+  log(`API at ${api.baseUrl}; workers ${workers.map((w) => `${w.name}(pid ${w.pid})`).join(', ')}`);
+
+  const warmQuests = await seedQuests(base.infra.sql, base.owner.ownerId, 32, 'warm-up');
+  const warm = async () => {
+    const r = rng(99);
+    const w = await runLoad({
+      baseUrl: api.baseUrl,
+      apiKey: base.owner.apiKey,
+      connections: 16,
+      durationS: cfg.warmupS,
+      pick: () => ({
+        questId: warmQuests[Math.floor(r() * warmQuests.length)]!,
+        address: accounts[Math.floor(r() * cfg.accountPool)]!,
+      }),
+    });
+    log(`warm-up: ${w.ok200} allocations in ${w.elapsedS.toFixed(1)} s (not measured)`);
+  };
+  await warm();
+
+  const ctx: Ctx = {
+    ...base,
+    services: () => [api, ...workers],
+    accounts,
+    api,
+    workers: () => workers,
+    async restartWorkers(n) {
+      log(`restarting workers: ${workers.length} → ${n}`);
+      await Promise.all(workers.map((w) => w.stop('SIGTERM')));
+      await startWorkers(n);
+      await warm();
+    },
+    async openLimitPool(max) {
+      await limitPool?.end({ timeout: 2 });
+      const pool = createSql(base.infra.databaseUrl, { max, idleTimeout: 0, applicationName: 'quest-bench-limit' });
+      limitPool = pool;
+      const deadline = Date.now() + 60_000;
+      for (;;) {
+        try {
+          await Promise.all(Array.from({ length: max }, () => pool`select pg_sleep(0.02)`));
+          return pool;
+        } catch (error) {
+          // 53300: too many connections — the server is shared; wait for others to let go.
+          if ((error as { code?: string }).code !== '53300' || Date.now() > deadline) throw error;
+          const holders = await base.infra.sql<{ datname: string | null; n: number }[]>`
+            select datname, count(*)::int as n from pg_stat_activity group by 1 order by 2 desc limit 4`.catch(() => []);
+          log(
+            `limit pool: server has no free connections for ${max}, waiting (held: ${holders.map((h) => `${h.datname ?? 'background'} ${h.n}`).join(', ')})`,
+          );
+          await new Promise((r) => setTimeout(r, 1000));
+        }
+      }
+    },
+    async closeLimitPool() {
+      await limitPool?.end({ timeout: 5 });
+      limitPool = undefined;
+    },
+    shared: {},
+  };
+  return ctx;
+}
+
+type Run = (name: ScenarioName, fn: () => Promise<ScenarioOutput | ScenarioOutput[]>) => Promise<void>;
+
+async function runServiceScenarios(ctx: Ctx, run: Run): Promise<void> {
+  if (selected.has('latency')) await run('latency', () => latencyScenario(ctx));
+  if (selected.has('throughput') || selected.has('memory')) {
+    await run(selected.has('throughput') ? 'throughput' : 'memory', async () => {
+      const { out, svc } = await throughputScenario(ctx, 'throughput', {
+        withLimit: selected.has('throughput'),
+        sampleMemory: selected.has('memory'),
+      });
+      const list: ScenarioOutput[] = [];
+      if (selected.has('throughput')) list.push(out);
+      if (selected.has('memory')) list.push(memoryOutput(svc));
+      return list;
+    });
+  }
+  if (selected.has('hot'))
+    await run('hot', async () => (await throughputScenario(ctx, 'hot', { withLimit: true, sampleMemory: false })).out);
+  if (selected.has('batch')) await run('batch', () => batchScenario(ctx));
+  if (selected.has('scale')) await run('scale', () => scaleScenario(ctx));
 }
 
 /** Which code was measured: HEAD and the files of apps/ and packages/ changed but not committed. */
@@ -433,6 +460,20 @@ function goalTable(outputs: ScenarioOutput[]): string {
     '6. ≤ 200 MB RSS per process',
     maxMem === undefined ? '—' : `max ${formatValue(maxMem, 'MB')}`,
     maxMem === undefined ? undefined : maxMem <= 200,
+  );
+  const importRow = find('admin', 'account import, ');
+  const importS = num(importRow);
+  add(
+    `admin: import ${groupThousands(cfg.importRows)} accounts (quest-admin account import) < ${IMPORT_GOAL_S} s`,
+    importS === undefined ? '—' : `${formatValue(importS, 's')} (importAccounts ${formatValue(importRow!.limit, 's')})`,
+    importS === undefined ? undefined : importS < IMPORT_GOAL_S,
+  );
+  const auditRow = find('admin', 'audit, ');
+  const auditS = num(auditRow);
+  add(
+    `admin: audit over ${groupThousands(cfg.auditPayouts)} payouts (quest-admin audit) < ${AUDIT_GOAL_S} s`,
+    auditS === undefined ? '—' : `${formatValue(auditS, 's')} (audit() ${formatValue(auditRow!.limit, 's')})`,
+    auditS === undefined ? undefined : auditS < AUDIT_GOAL_S,
   );
   return markdownTable(['goal', 'measured', 'verdict'], rows);
 }

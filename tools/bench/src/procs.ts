@@ -271,15 +271,22 @@ export function sampleRss(services: readonly Service[], everyMs = 200) {
 
 const CLK_TCK = 100;
 
-/** CPU seconds (user+system) of one process, from /proc/<pid>/stat. */
-function cpuSeconds(pid: number | string): { comm: string; cpu: number } | undefined {
+/**
+ * CPU seconds (user+system) of one process, and of its children that exited and were waited for,
+ * from /proc/<pid>/stat.
+ */
+function cpuSeconds(pid: number | string): { comm: string; cpu: number; exitedChildren: number } | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const close = stat.lastIndexOf(')');
     const comm = stat.slice(stat.indexOf('(') + 1, close);
     const fields = stat.slice(close + 2).split(' ');
-    // fields[0] is state (field 3); utime is field 14, stime field 15.
-    return { comm, cpu: (Number(fields[11]) + Number(fields[12])) / CLK_TCK };
+    // fields[0] is state (field 3); utime is field 14, stime field 15, cutime 16, cstime 17.
+    return {
+      comm,
+      cpu: (Number(fields[11]) + Number(fields[12])) / CLK_TCK,
+      exitedChildren: (Number(fields[13]) + Number(fields[14])) / CLK_TCK,
+    };
   } catch {
     return undefined;
   }
@@ -296,6 +303,7 @@ export function machineCpu(): { busy: number; total: number } {
 }
 
 const OTHER = 'other processes (not this bench)';
+const EXITED_CHILDREN = 'exited child processes of the bench (quest-admin CLI runs)';
 const OTHER_PG = 'other processes: postgres backends of other databases';
 
 let benchDatabase = '';
@@ -317,6 +325,9 @@ function postgresGroup(pid: string): string {
     return OTHER_PG;
   }
   if (benchDatabase && title.split(/\s+/).includes(benchDatabase)) return BENCH_DB_GROUP;
+  // A parallel query's helper names only its leader backend: it works for the leader's database.
+  const leader = /: parallel worker for PID (\d+)/.exec(title)?.[1];
+  if (leader) return postgresGroup(leader);
   const shared =
     /: (checkpointer|background writer|walwriter|autovacuum launcher|logical replication launcher|archiver|stats collector|startup|walsender)/;
   if (!title.startsWith('postgres:') || shared.test(title)) return 'postgres (shared: WAL, checkpoints)';
@@ -342,6 +353,10 @@ export function cpuSnapshot(services: readonly Service[]): CpuSnapshot {
       byPid.get(entry) ?? (c.comm === 'postgres' ? postgresGroup(entry) : c.comm === 'redis-server' ? 'redis-server' : undefined);
     if (group) snap.set(entry, { group, cpu: c.cpu });
   }
+  // Processes the bench ran to completion (the quest-admin CLI of the admin scenario): their CPU
+  // moves to the bench's children counters once they exit.
+  const self = cpuSeconds(process.pid);
+  if (self) snap.set('bench-children', { group: EXITED_CHILDREN, cpu: self.exitedChildren });
   snap.set('machine', { group: OTHER, cpu: machineCpu().busy });
   return snap;
 }

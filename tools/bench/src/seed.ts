@@ -2,7 +2,7 @@ import type { Sql } from '@quest/db';
 import { generateApiKey, hashApiKey, toChecksumAddress } from '@quest/domain';
 
 /**
- * Provisioning, straight into SQL like tests/system/harness.ts seed(): one owner with one API key,
+ * Provisioning, straight into SQL like seed() in @quest/testing: one owner with one API key,
  * quests in bulk (generate_series), accounts in bulk (unnest). Addresses are stored EIP-55
  * checksummed, as the service stores them, and sent that way.
  */
