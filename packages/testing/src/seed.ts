@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Sql } from '@quest/db';
+import { audit, type Sql } from '@quest/db';
 import { displayPrefix, generateApiKey, hashApiKey, newId, toChecksumAddress } from '@quest/domain';
 
 /**
@@ -148,14 +148,15 @@ export async function createPayouts(
   return payouts;
 }
 
-/** The ledger invariants of the audit, checked directly: each row names a quest or account that breaks them. */
+/**
+ * The operator's audit (`quest-admin audit`, `audit()` in @quest/db) over the test's database: one
+ * `{ kind, id }` per quest, account or payout that breaks a ledger invariant; empty when it is clean.
+ */
 export async function auditViolations(sql: Sql): Promise<{ kind: string; id: string }[]> {
-  return sql<{ kind: string; id: string }[]>`
-    select 'quest' as kind, q.id::text as id from quests q
-      left join (select quest_id, sum(amount) s from payouts group by 1) p on p.quest_id = q.id
-      where q.total_points <> q.points_remaining + coalesce(p.s, 0) or q.points_remaining < 0
-    union all
-    select 'account', a.id::text from accounts a
-      left join (select account_id, sum(amount) s from payouts group by 1) p on p.account_id = a.id
-      where a.balance <> coalesce(p.s, 0) or a.balance < 0`.then((rows) => [...rows]);
+  const report = await audit(sql);
+  return [
+    ...report.quests.map((q) => ({ kind: 'quest', id: String(q.questId) })),
+    ...report.accounts.map((a) => ({ kind: 'account', id: String(a.accountId) })),
+    ...report.payouts.map((p) => ({ kind: 'payout', id: p.payoutId })),
+  ];
 }
