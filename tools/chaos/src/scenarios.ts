@@ -1,0 +1,352 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Cluster } from './cluster.ts';
+import { checkInvariants } from './invariants.ts';
+import { answerCounts, Load, type Op } from './load.ts';
+
+/**
+ * One scenario: a fresh service on private servers, load from concurrent retrying clients, one fault
+ * injected during the load, then the invariants. The bounds below are the contract the suite holds
+ * the service to; they are generous for a loaded 2-core machine, not speed targets.
+ */
+
+/** Every request answered 202 (or still retrying) is decided within this long after the load stops. */
+export const RESOLVE_BOUND_MS = 45_000;
+/** `quest-admin credit` ends (success or a clear error) within this long. */
+export const CREDIT_BOUND_MS = 90_000;
+/** The service answers /readyz 200 and the pool re-forms within this long after the load. */
+export const HEALTH_BOUND_MS = 30_000;
+/** Longer than WORKER_LOCK_MS (4 s): the frozen worker's job lock expires and its job is taken over. */
+const FREEZE_MS = 9_000;
+/** How long PostgreSQL stays down after an immediate stop. */
+const PG_DOWN_MS = 3_000;
+
+export interface Scenario {
+  name: string;
+  fault: string;
+  workers: number;
+  redis: 'aof' | 'none';
+  /** Run `quest-admin credit` through the fault. */
+  credit: boolean;
+  inject(c: Cluster): Promise<void>;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Longer than ALLOCATION_WAIT_MS (1 s), shorter than the job lock and the member TTL (3 s). */
+const BACKLOG_MS = 1_500;
+
+/**
+ * Data loss matters for work Redis holds undecided: pause the workers (SIGSTOP) long enough for the
+ * clients' requests to queue up and be answered 202, lose Redis's data, then resume the workers.
+ */
+async function withBacklog(c: Cluster, lose: () => Promise<void>): Promise<void> {
+  const workers = c.live('worker');
+  for (const w of workers) w.proc.child.kill('SIGSTOP');
+  try {
+    await sleep(BACKLOG_MS);
+    await lose();
+  } finally {
+    for (const w of workers) w.proc.child.kill('SIGCONT');
+  }
+}
+
+export const SCENARIOS: Scenario[] = [
+  {
+    name: 'pg-restart-fast',
+    fault: 'PostgreSQL `pg_ctl restart -m fast`',
+    workers: 2,
+    redis: 'aof',
+    credit: true,
+    inject: (c) => c.pg.restartFast(),
+  },
+  {
+    name: 'pg-stop-immediate',
+    fault: `PostgreSQL \`pg_ctl stop -m immediate\`, ${PG_DOWN_MS / 1000} s down, start`,
+    workers: 2,
+    redis: 'aof',
+    credit: true,
+    inject: async (c) => {
+      await c.pg.stopImmediate();
+      await sleep(PG_DOWN_MS);
+      await c.pg.start();
+    },
+  },
+  {
+    name: 'redis-kill-aof',
+    fault: 'Redis `kill -9`, restart with AOF (everysec)',
+    workers: 2,
+    redis: 'aof',
+    credit: false,
+    inject: async (c) => {
+      await c.redis.kill9();
+      await c.redis.start();
+    },
+  },
+  {
+    name: 'redis-kill-nopersist',
+    fault: 'Redis `kill -9` with a backlog queued, restart without persistence (data loss)',
+    workers: 2,
+    redis: 'none',
+    credit: true,
+    inject: (c) =>
+      withBacklog(c, async () => {
+        await c.redis.kill9();
+        await c.redis.start();
+      }),
+  },
+  {
+    name: 'redis-flushall',
+    fault: 'Redis `FLUSHALL` with a backlog queued (data loss, no restart)',
+    workers: 2,
+    redis: 'none',
+    credit: true,
+    inject: (c) => withBacklog(c, () => c.redis.flushAll()),
+  },
+  {
+    name: 'worker-sigkill',
+    fault: 'a worker `SIGKILL`',
+    workers: 2,
+    redis: 'aof',
+    credit: false,
+    inject: async (c) => {
+      const w = c.live('worker')[0]!;
+      w.expectedExit = true;
+      w.proc.child.kill('SIGKILL');
+      await w.proc.exited;
+    },
+  },
+  {
+    name: 'worker-sigstop',
+    fault: `a worker \`SIGSTOP\` ${FREEZE_MS / 1000} s (> job lock), then \`SIGCONT\``,
+    workers: 2,
+    redis: 'aof',
+    credit: false,
+    inject: async (c) => {
+      const w = c.live('worker')[0]!;
+      w.proc.child.kill('SIGSTOP');
+      try {
+        await sleep(FREEZE_MS);
+      } finally {
+        w.proc.child.kill('SIGCONT');
+      }
+    },
+  },
+  {
+    name: 'api-sigkill',
+    fault: 'the API `SIGKILL`, restarted on its port',
+    workers: 2,
+    redis: 'aof',
+    credit: false,
+    inject: async (c) => {
+      const api = c.live('api')[0]!;
+      api.expectedExit = true;
+      api.proc.child.kill('SIGKILL');
+      await api.proc.exited;
+      await c.startApi();
+    },
+  },
+];
+
+export interface LoadProfile {
+  clients: number;
+  /** Load before the fault, and after the fault was injected. */
+  warmupMs: number;
+  afterMs: number;
+  creditRows: number;
+}
+
+export const FULL_LOAD: LoadProfile = { clients: 16, warmupMs: 2_000, afterMs: 4_000, creditRows: 400 };
+export const SMALL_LOAD: LoadProfile = { clients: 6, warmupMs: 1_000, afterMs: 2_000, creditRows: 100 };
+
+export interface ScenarioResult {
+  name: string;
+  fault: string;
+  requests: number;
+  s200: number;
+  s202: number;
+  s4xx: number;
+  s5xx: number;
+  errors: number;
+  /** From the fault's injection until requests succeed again and the work pending at the fault is decided. */
+  recoveryMs: number | undefined;
+  credit?: string;
+  violations: string[];
+}
+
+/**
+ * Recovery: from the injection until (a) a request sent after the injection was answered 200 again,
+ * and (b) every request that was in flight or sent before then reached its outcome.
+ */
+function recovery(ops: Op[], injectedAt: number): number | undefined {
+  let okAgain: number | undefined;
+  for (const op of ops)
+    for (const a of op.attempts)
+      if (a.sentAt >= injectedAt && a.status === 200 && (okAgain === undefined || a.at < okAgain)) okAgain = a.at;
+  if (okAgain === undefined) return undefined;
+  let end = okAgain;
+  for (const op of ops) {
+    if (op.firstSentAt > okAgain) continue;
+    if (op.ackAt === undefined) {
+      if (op.outcome !== undefined) return undefined; // never decided
+      continue;
+    }
+    if (op.ackAt >= injectedAt && op.ackAt > end) end = op.ackAt;
+  }
+  return end - injectedAt;
+}
+
+export async function runScenario(
+  s: Scenario,
+  profile: LoadProfile,
+  log = (m: string) => console.error(m),
+): Promise<ScenarioResult> {
+  const started = Date.now();
+  const cluster = await Cluster.start({ workers: s.workers, redisPersistence: s.redis });
+  const dir = mkdtempSync(join(tmpdir(), 'quest-chaos-credit-'));
+  try {
+    log(`[${s.name}] service up in ${Date.now() - started} ms`);
+    let deadline = Number.POSITIVE_INFINITY;
+    const load = new Load(
+      {
+        baseUrl: () => cluster.baseUrl,
+        apiKey: cluster.owner.apiKey,
+        ownerId: cluster.owner.id,
+        questIds: cluster.questIds,
+        accounts: cluster.accounts,
+      },
+      {
+        clients: profile.clients,
+        batchEvery: 10,
+        batchSize: 25,
+        unknownEvery: 23,
+        keylessEvery: 4,
+        httpTimeoutMs: 10_000,
+        tag: s.name,
+      },
+      () => deadline,
+    );
+    load.start();
+    await sleep(profile.warmupMs);
+
+    let credit: Promise<{ code: number | null; ms: number; out: string; hung: boolean }> | undefined;
+    if (s.credit) {
+      const file = join(dir, 'credits.csv');
+      const rows = Array.from(
+        { length: profile.creditRows },
+        (_, i) => `${cluster.accounts[i % cluster.accounts.length]},${1 + (i % 3)}`,
+      );
+      writeFileSync(file, `address,points\n${rows.join('\n')}\n`);
+      credit = cluster.admin(
+        [
+          'credit',
+          '--quest',
+          String(cluster.creditQuestId),
+          '--key',
+          cluster.owner.apiKey,
+          '--file',
+          file,
+          '--batch-size',
+          String(Math.ceil(profile.creditRows / 4)),
+          '--base-url',
+          cluster.baseUrl,
+        ],
+        CREDIT_BOUND_MS,
+      );
+    }
+    const injectedAt = Date.now();
+    log(`[${s.name}] injecting: ${s.fault}`);
+    await s.inject(cluster);
+    log(`[${s.name}] injected in ${Date.now() - injectedAt} ms; load continues`);
+    await sleep(profile.afterMs);
+    deadline = Date.now() + RESOLVE_BOUND_MS;
+    await load.finish();
+    log(`[${s.name}] load done: ${load.ops.length} requests`);
+
+    const violations: string[] = [];
+    let creditNote: string | undefined;
+    if (credit) {
+      const r = await credit;
+      const line = r.out.trim().split('\n').filter(Boolean).at(-1)?.slice(0, 160) ?? '';
+      if (r.hung) {
+        creditNote = `hung > ${CREDIT_BOUND_MS / 1000} s`;
+        violations.push(`quest-admin credit did not end within ${CREDIT_BOUND_MS / 1000} s`);
+      } else if (r.code === 0) creditNote = `ok in ${(r.ms / 1000).toFixed(1)} s`;
+      else {
+        creditNote = `error (exit ${r.code}) in ${(r.ms / 1000).toFixed(1)} s`;
+        if (!line) violations.push('quest-admin credit failed without a message');
+        log(`[${s.name}] credit ended with exit ${r.code}: ${line}`);
+      }
+    }
+    const healthy = await waitHealthy(cluster);
+    if (!healthy.ok) violations.push(`not healthy ${HEALTH_BOUND_MS / 1000} s after the load: ${healthy.why}`);
+    violations.push(...cluster.crashes().map((c) => `crash: ${c}`));
+    violations.push(...(await checkInvariants(cluster, load.ops, RESOLVE_BOUND_MS)));
+    const counts = answerCounts(load.ops);
+    if (process.env.CHAOS_DEBUG)
+      writeFileSync(
+        join(tmpdir(), `chaos-${s.name}.json`),
+        JSON.stringify({
+          injectedAt,
+          ops: load.ops.map((o) => ({ ...o, payoutIds: [...o.payoutIds], itemPayouts: undefined, itemRejected: undefined })),
+        }),
+      );
+    return {
+      name: s.name,
+      fault: s.fault,
+      ...counts,
+      recoveryMs: recovery(load.ops, injectedAt),
+      credit: creditNote,
+      violations,
+    };
+  } finally {
+    await cluster.stop();
+    rmSync(dir, { recursive: true, force: true });
+    log(`[${s.name}] done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  }
+}
+
+/** Every process still healthy: the API ready (PostgreSQL and Redis reachable), every live worker a pool member. */
+async function waitHealthy(c: Cluster): Promise<{ ok: boolean; why: string }> {
+  const deadline = Date.now() + HEALTH_BOUND_MS;
+  let why = '';
+  while (Date.now() < deadline) {
+    const res = await fetch(`${c.baseUrl}/readyz`, { signal: AbortSignal.timeout(5000) }).catch(() => undefined);
+    if (res?.status !== 200) why = `/readyz answered ${res?.status ?? 'nothing'}`;
+    else if (c.live('api').length !== 1) why = 'no API process';
+    else if (c.live('worker').length === 0) why = 'no worker process';
+    else if (!(await c.waitForPool(1000))) why = 'pool members in Redis ≠ live workers';
+    else return { ok: true, why: '' };
+    await sleep(200);
+  }
+  return { ok: false, why };
+}
+
+export function formatTable(results: ScenarioResult[]): string {
+  const lines = [
+    '| Fault | Requests | 200 | 202 | 4xx | 5xx | conn. errors | Time to recover | `credit` | Violations |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---|---|',
+  ];
+  for (const r of results) {
+    const v = r.violations.length === 0 ? '0' : `**${r.violations.length}**: ${summarize(r.violations)}`;
+    const rec = r.recoveryMs === undefined ? 'never' : `${(r.recoveryMs / 1000).toFixed(1)} s`;
+    lines.push(
+      `| ${r.fault} | ${r.requests} | ${r.s200} | ${r.s202} | ${r.s4xx} | ${r.s5xx} | ${r.errors} | ${rec} | ${r.credit ?? '–'} | ${v} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
+/** Group violations by kind (the text before the first digit-bearing detail) for one table cell. */
+function summarize(violations: string[]): string {
+  const kinds = new Map<string, number>();
+  for (const v of violations) {
+    const kind = v
+      .replace(/^(alloc|batch|allocation|request|quest \d+:) \S+( \(quest \d+\))?:?\s*/, '')
+      .replace(/\|/g, '/')
+      .slice(0, 90);
+    kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
+  }
+  return [...kinds].map(([k, n]) => `${n}× ${k}`).join('; ');
+}
