@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { createSql, type Sql } from '@quest/db';
 import { migrate } from '@quest/db/migrate';
-import { membersKey } from '@quest/queue';
+import { membersKey, partitionQueueName } from '@quest/queue';
 import { REPO_ROOT, type ServiceProcess, startProcess } from '@quest/testing/processes';
 import { createAccounts, createOwner, createQuests } from '@quest/testing/seed';
 import { freePort, onExitCleanup, type PrivatePostgres, type PrivateRedis, startPostgres, startRedis } from './servers.ts';
@@ -142,6 +142,52 @@ export class Cluster {
         await new Promise((r) => setTimeout(r, 100));
       }
       return false;
+    } finally {
+      redis.disconnect();
+    }
+  }
+
+  /** A worker process's pool member id (from its "worker started" log line). */
+  workerIdOf(p: Proc): string | undefined {
+    const line = p.proc
+      .output()
+      .split('\n')
+      .find((l) => l.includes('"worker started"'));
+    try {
+      return line ? (JSON.parse(line) as { workerId?: string }).workerId : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * The worker that has just taken a job carrying a request without an Idempotency-Key (a generated
+   * key), found by polling the partitions' active lists — so a freeze lands while that job is in
+   * hand, most often before its transaction: the zombie case of issue 10. Undefined if none is
+   * seen within `timeoutMs`.
+   */
+  async workerInMidJob(timeoutMs: number): Promise<Proc | undefined> {
+    const prefix = this.env.QUEUE_PREFIX!;
+    const partitions = Number(this.env.QUEUE_PARTITIONS);
+    const redis = new Redis(this.redis.url, { maxRetriesPerRequest: 1 });
+    redis.on('error', () => {});
+    const deadline = Date.now() + timeoutMs;
+    try {
+      while (Date.now() < deadline) {
+        for (let p = 0; p < partitions; p++) {
+          const queue = `${prefix}:${partitionQueueName(p)}`;
+          for (const id of await redis.lrange(`${queue}:active`, 0, -1)) {
+            const [data, by] = await redis.hmget(`${queue}:${id}`, 'data', 'processedBy');
+            const keys = ((data ? JSON.parse(data) : {}).items ?? []).map((i: { key: string }) => i.key) as string[];
+            if (!keys.some((k) => /^alc_[0-7]/.test(k))) continue;
+            const w = this.live('worker').find((x) => this.workerIdOf(x) === by);
+            if (w) return w;
+          }
+        }
+      }
+      return undefined;
+    } catch {
+      return undefined;
     } finally {
       redis.disconnect();
     }

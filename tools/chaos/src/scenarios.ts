@@ -124,7 +124,7 @@ export const SCENARIOS: Scenario[] = [
     redis: 'aof',
     credit: false,
     inject: async (c) => {
-      const w = c.live('worker')[0]!;
+      const w = (await c.workerInMidJob(3_000)) ?? c.live('worker')[0]!;
       w.proc.child.kill('SIGSTOP');
       try {
         await sleep(FREEZE_MS);
@@ -176,23 +176,20 @@ export interface ScenarioResult {
 }
 
 /**
- * Recovery: from the injection until (a) a request sent after the injection was answered 200 again,
+ * Recovery: from the injection until (a) a request sent after the injection was answered completed again,
  * and (b) every request that was in flight or sent before then reached its outcome.
  */
 function recovery(ops: Op[], injectedAt: number): number | undefined {
   let okAgain: number | undefined;
   for (const op of ops)
-    for (const a of op.attempts)
-      if (a.sentAt >= injectedAt && a.status === 200 && (okAgain === undefined || a.at < okAgain)) okAgain = a.at;
+    if (op.firstSentAt >= injectedAt && op.outcome === 'completed' && (okAgain === undefined || op.ackAt! < okAgain))
+      okAgain = op.ackAt;
   if (okAgain === undefined) return undefined;
   let end = okAgain;
   for (const op of ops) {
-    if (op.firstSentAt > okAgain) continue;
-    if (op.ackAt === undefined) {
-      if (op.outcome !== undefined) return undefined; // never decided
-      continue;
-    }
-    if (op.ackAt >= injectedAt && op.ackAt > end) end = op.ackAt;
+    if (op.firstSentAt > okAgain || op.outcome === 'abandoned') continue;
+    if (op.ackAt === undefined) return undefined; // never decided
+    if (op.ackAt > end) end = op.ackAt;
   }
   return end - injectedAt;
 }
