@@ -11,7 +11,7 @@
 FROM node:20-bookworm-slim AS manifests
 WORKDIR /src
 COPY . .
-RUN find . -type f ! -name package.json ! -name package-lock.json ! -path './apps/*/bin/*' -delete \
+RUN find . -type f ! -name package.json ! -name package-lock.json ! -path './apps/*/bin/*' ! -path './patches/*' -delete \
  && find . -type d -empty -delete
 
 # Stage 2: the runtime image.

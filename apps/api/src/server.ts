@@ -17,6 +17,9 @@ try {
 }
 
 const logger = createLogger(config.LOG_LEVEL);
+// A rejection nobody handled (a dependency's background promise, e.g. the queue library's on a
+// Redis that died mid-command) is logged, not fatal: requests still answer 503 on their own.
+process.on('unhandledRejection', (err) => logger.error({ err }, 'unhandled rejection'));
 try {
   await migrate(config.DATABASE_URL);
   const sql = createSql(config.DATABASE_URL, { max: config.DATABASE_POOL_MAX, applicationName: 'quest-api' });
@@ -45,12 +48,13 @@ try {
     // being answered become idle later and would hold the process open until the client's keep-alive
     // runs out. Sweep them as they go idle, so in-flight requests finish and nothing lingers.
     const sweep = setInterval(() => app.server.closeIdleConnections(), 50);
+    flags.stop();
     await app.close();
     clearInterval(sweep);
+    // Each step is bounded, so a Redis or PostgreSQL that is gone cannot hold the process.
     await allocator.close();
-    flags.stop();
-    await auth.stop();
-    await sql.end({ timeout: 5 });
+    await Promise.race([auth.stop(), new Promise((r) => setTimeout(r, 1000).unref())]);
+    await sql.end({ timeout: 1 });
     logger.info('stopped');
   };
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {

@@ -45,7 +45,7 @@ describe('GET /readyz', () => {
   it('answers 200 when PostgreSQL and the queue both answer', async () => {
     const res = await up.request({ method: 'GET', url: '/readyz' });
     expect(res.statusCode).toBe(200);
-    expect(res.json()).toEqual({ status: 'ok', checks: { database: 'ok', queue: 'ok' } });
+    expect(res.json()).toEqual({ status: 'ok', checks: { database: 'ok', queue: 'ok' }, workers: 0 });
   });
 
   it('answers 503 DATABASE_UNAVAILABLE, naming the database, when PostgreSQL is unreachable', async () => {

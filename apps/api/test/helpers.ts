@@ -17,7 +17,7 @@ export function readOnlyAllocator(ping: () => Promise<void> = async () => {}): A
   const unused = async (): Promise<never> => {
     throw new Error('the read API does not use the allocation queue');
   };
-  return { allocate: unused, runBatch: unused, ping, close: async () => {} };
+  return { allocate: unused, runBatch: unused, ping, liveWorkers: async () => 0, close: async () => {} };
 }
 
 /** Log lines written by the app, parsed. */

@@ -55,7 +55,7 @@ describe('server.ts', () => {
         return checked;
       };
       expect((await get('/healthz')).json()).toEqual({ status: 'ok' });
-      expect((await get('/readyz')).json()).toEqual({ status: 'ok', checks: { database: 'ok', queue: 'ok' } });
+      expect((await get('/readyz')).json()).toEqual({ status: 'ok', checks: { database: 'ok', queue: 'ok' }, workers: 0 });
       expect((await get('/quests')).json()).toEqual([]);
       expect((await get('/quests/1', { 'x-api-key': `sk_${'a'.repeat(43)}` })).json().code).toBe('INVALID_API_KEY');
       expect((await get('/campaigns/1')).json().code).toBe('CAMPAIGN_NOT_FOUND');

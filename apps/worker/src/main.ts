@@ -1,10 +1,11 @@
 import { pino } from 'pino';
 import { ConfigError } from '@quest/config';
 import { createSql } from '@quest/db';
-import { migrate } from '@quest/db/migrate';
+import { DatabaseConfigurationError, migrate, waitForDatabase } from '@quest/db/migrate';
 import { PartitionPool } from '@quest/queue';
 import { loadWorkerConfig } from './env.ts';
 import { createProcessor } from './processor.ts';
+import { Reconciler } from './reconciler.ts';
 
 let config: ReturnType<typeof loadWorkerConfig>;
 try {
@@ -16,10 +17,29 @@ try {
 
 const logger = pino({ level: config.LOG_LEVEL, base: { app: 'worker', workerId: config.WORKER_ID } });
 
-await migrate(config.DATABASE_URL);
+// A rejection nobody handled (a dependency's background promise) is logged, not fatal: the
+// process's own work is supervised by its retries, the pool's heartbeat and the reconciler.
+process.on('unhandledRejection', (err) => logger.error({ err }, 'unhandled rejection'));
+
+// Join the pool only once PostgreSQL answers with the expected schema: an outage is waited out; a
+// wrong DATABASE_URL (missing database, bad credentials) stops the process with one line. The
+// worker never creates the database (npm start and the compose file migrate first).
+try {
+  await waitForDatabase(config.DATABASE_URL, { logger });
+  await migrate(config.DATABASE_URL, { createDatabase: false });
+} catch (error) {
+  if (error instanceof DatabaseConfigurationError) {
+    logger.fatal(error.message);
+    console.error(`quest-worker: ${error.message}`);
+    process.exit(1);
+  }
+  throw error;
+}
 const sql = createSql(config.DATABASE_URL, {
   max: config.DATABASE_POOL_MAX,
   applicationName: `quest-worker ${config.WORKER_ID}`,
+  idleInTransactionTimeoutMs: config.DB_IDLE_IN_TRANSACTION_TIMEOUT_MS,
+  lockTimeoutMs: config.DB_LOCK_TIMEOUT_MS,
 });
 const pool = new PartitionPool({
   redisUrl: config.REDIS_URL,
@@ -34,13 +54,27 @@ const pool = new PartitionPool({
   processor: createProcessor({
     sql,
     workerId: config.WORKER_ID,
-    maxAttempts: config.ALLOCATION_MAX_ATTEMPTS,
     retryBaseMs: config.ALLOCATION_RETRY_BASE_MS,
+    retryMaxMs: config.ALLOCATION_RETRY_MAX_MS,
+    attemptTimeoutMs: config.DB_ATTEMPT_TIMEOUT_MS,
     batchChunkSize: config.BATCH_CHUNK_SIZE,
     logger,
   }),
 });
 await pool.start();
+const reconciler = new Reconciler({
+  sql,
+  redisUrl: config.REDIS_URL,
+  prefix: config.QUEUE_PREFIX,
+  partitions: config.QUEUE_PARTITIONS,
+  memberId: config.WORKER_ID,
+  intervalMs: config.RECONCILER_INTERVAL_MS,
+  minAgeMs: config.RECONCILER_MIN_AGE_MS,
+  limit: config.RECONCILER_BATCH_LIMIT,
+  retentionSeconds: config.JOB_RETENTION_SECONDS,
+  logger,
+});
+reconciler.start();
 logger.info({ partitions: config.QUEUE_PARTITIONS, prefix: config.QUEUE_PREFIX }, 'worker started');
 
 let shuttingDown = false;
@@ -48,14 +82,15 @@ async function shutdown(signal: string) {
   if (shuttingDown) return;
   shuttingDown = true;
   logger.info({ signal }, 'shutting down: finishing active jobs');
-  const timer = setTimeout(() => {
-    logger.error('shutdown timed out');
-    process.exit(1);
-  }, config.SHUTDOWN_TIMEOUT_MS);
-  timer.unref();
+  // Whatever is down, stop within SHUTDOWN_TIMEOUT_MS. A job still waiting for the database then
+  // stays active in Redis: once its lock expires, BullMQ hands it to another worker, at the head of
+  // its partition, and the ledger replays whatever it had committed.
+  const deadline = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), config.SHUTDOWN_TIMEOUT_MS).unref());
   try {
-    await pool.close();
-    await sql.end({ timeout: 5 });
+    await reconciler.stop();
+    const closed = await Promise.race([pool.close().then(() => 'closed' as const), deadline]);
+    if (closed === 'timeout') logger.warn('active jobs did not finish in time; leaving them to another worker');
+    await sql.end({ timeout: 1 });
     logger.info('stopped');
     process.exit(0);
   } catch (error) {

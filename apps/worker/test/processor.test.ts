@@ -1,5 +1,6 @@
 import type { Job } from 'bullmq';
-import { describe, expect } from 'vitest';
+import net from 'node:net';
+import { describe, expect, vi } from 'vitest';
 import { createSql, type Sql } from '@quest/db';
 import { test } from '@quest/testing';
 import { processAllocate, type ProcessorDeps } from '../src/processor.ts';
@@ -16,12 +17,12 @@ function recordingLogger() {
   };
 }
 
-const MAX_ATTEMPTS = 3;
 const deps = (sql: Sql, over: Partial<ProcessorDeps> = {}): ProcessorDeps => ({
   sql,
   workerId: 'test-worker',
-  maxAttempts: MAX_ATTEMPTS,
   retryBaseMs: 1,
+  retryMaxMs: 20,
+  attemptTimeoutMs: 5_000,
   batchChunkSize: 100,
   logger: recordingLogger().logger,
   ...over,
@@ -45,7 +46,7 @@ describe('processAllocate', () => {
     expect(result.outcomes.map((o) => o.status)).toEqual(['completed', 'completed']);
   });
 
-  test('isolates an item the database refuses: only that request fails, the others are applied in order', async ({
+  test('rejects a credit past the balance limit on its own: the others are applied in order, nothing fails', async ({
     database,
     makeQuest,
     accounts: [one, nearlyFull, three],
@@ -61,7 +62,11 @@ describe('processAllocate', () => {
         { key: 'b3', questId, points: 1, address: three },
       ]),
     );
-    expect(result.outcomes.map((o) => o.status)).toEqual(['completed', 'failed', 'completed']);
+    expect(result.outcomes.map((o) => (o.status === 'rejected' ? o.code : o.status))).toEqual([
+      'completed',
+      'BALANCE_LIMIT_EXCEEDED',
+      'completed',
+    ]);
     const paid = await database.sql<
       { request_key: string }[]
     >`select request_key from payouts where quest_id = ${questId} order by seq`;
@@ -82,31 +87,64 @@ describe('processAllocate', () => {
     const first = await processAllocate(deps(database.sql), job(items));
     const credited = async () => (await database.sql`select 1 from payouts where quest_id = ${quest}`).length;
     expect(await credited()).toBe(items.length);
+    const replayed = first.outcomes.map((o) => ({ ...o, replayed: true }));
     const redelivered = await processAllocate(deps(database.sql), job(items, 2));
-    expect(redelivered.outcomes).toEqual(first.outcomes);
+    expect(redelivered.outcomes).toEqual(replayed);
     // Even if a redelivery were mistaken for a first delivery, the unique (quest, request key)
     // constraint refuses the second credit and the item-by-item path replays the stored outcome.
     const mistaken = await processAllocate(deps(database.sql), job(items, 1));
-    expect(mistaken.outcomes).toEqual(first.outcomes);
+    expect(mistaken.outcomes).toEqual(replayed);
     expect(await credited()).toBe(items.length);
   });
 
-  test('gives up after bounded retries when the database is unreachable, and answers failed', async ({
+  test('waits for an unreachable database while holding its place, then applies the job once', async ({
+    database,
     quest,
     accounts: [one],
   }) => {
     const dead = createSql('postgres://postgres@127.0.0.1:1/nowhere', { max: 1, connectTimeout: 1 });
     const { lines, logger } = recordingLogger();
+    let current: Sql = dead;
+    const d = deps(dead, { logger });
+    Object.defineProperty(d, 'sql', { get: () => current });
     try {
-      const result = await processAllocate(deps(dead, { logger }), job([{ key: 'c1', questId: quest, points: 1, address: one }]));
-      expect(result.outcomes).toEqual([{ status: 'failed', code: 'ALLOCATION_FAILED' }]);
-      // Bounded by attempts, not by time: MAX_ATTEMPTS tries, a retry between each two, then it gives up.
-      expect(lines).toEqual([
-        ...Array(MAX_ATTEMPTS - 1).fill('warn transient database error, retrying'),
-        'error giving up after transient errors',
-      ]);
+      const result = processAllocate(d, job([{ key: 'c1', questId: quest, points: 1, address: one }]));
+      // It keeps retrying (never answers failed) for as long as the database is away…
+      await vi.waitFor(
+        () => expect(lines.filter((l) => l === 'warn transient database error, retrying').length).toBeGreaterThan(3),
+        {
+          timeout: 20_000,
+        },
+      );
+      // …and once it is back, the job is applied, exactly once.
+      current = database.sql;
+      const outcome = (await result).outcomes[0];
+      expect(outcome?.status).toBe('completed');
+      expect(lines).not.toContain('error permanent error while applying allocations');
+      expect(await database.sql`select 1 from payouts where quest_id = ${quest} and request_key = 'c1'`).toHaveLength(1);
     } finally {
       await dead.end({ timeout: 1 });
+    }
+  });
+
+  test('abandons a database attempt that never settles and retries it', async ({ database, quest, accounts: [one] }) => {
+    // A server that accepts connections and never answers: only the attempt's time limit ends it.
+    const silent = net.createServer(() => {});
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const port = (silent.address() as net.AddressInfo).port;
+    const hung = createSql(`postgres://postgres@127.0.0.1:${port}/nowhere`, { max: 1, connectTimeout: 600 });
+    const { lines, logger } = recordingLogger();
+    let current: Sql = hung;
+    const d = deps(hung, { logger, attemptTimeoutMs: 200 });
+    Object.defineProperty(d, 'sql', { get: () => current });
+    try {
+      const result = processAllocate(d, job([{ key: 'h1', questId: quest, points: 1, address: one }]));
+      await vi.waitFor(() => expect(lines).toContain('warn transient database error, retrying'), { timeout: 20_000 });
+      current = database.sql;
+      expect((await result).outcomes[0]?.status).toBe('completed');
+    } finally {
+      await hung.end({ timeout: 0 });
+      silent.close();
     }
   });
 });

@@ -9,6 +9,15 @@ export interface SqlOptions {
   /** Seconds an idle connection is kept. */
   idleTimeout?: number;
   connectTimeout?: number;
+  /**
+   * Server-side limits for every session of the pool (milliseconds; 0 = PostgreSQL's default, none).
+   * A worker frozen or cut off mid-transaction must not hold a quest's row lock for long: the server
+   * ends a session idle inside a transaction, and a statement waiting for a lock gives up (55P03,
+   * retried as transient).
+   */
+  idleInTransactionTimeoutMs?: number;
+  lockTimeoutMs?: number;
+  statementTimeoutMs?: number;
 }
 
 /**
@@ -21,7 +30,12 @@ export function createSql(url: string, opts: SqlOptions = {}): Sql {
     idle_timeout: opts.idleTimeout ?? 30,
     connect_timeout: opts.connectTimeout ?? 5,
     onnotice: () => {},
-    connection: { application_name: opts.applicationName ?? 'quest-rewards' },
+    connection: {
+      application_name: opts.applicationName ?? 'quest-rewards',
+      ...(opts.idleInTransactionTimeoutMs ? { idle_in_transaction_session_timeout: opts.idleInTransactionTimeoutMs } : {}),
+      ...(opts.lockTimeoutMs ? { lock_timeout: opts.lockTimeoutMs } : {}),
+      ...(opts.statementTimeoutMs ? { statement_timeout: opts.statementTimeoutMs } : {}),
+    },
     types: {
       int8: {
         to: 20,
@@ -34,7 +48,9 @@ export function createSql(url: string, opts: SqlOptions = {}): Sql {
 }
 
 /** postgres.js error codes / SQLSTATEs that mean "try again", not "this request is wrong". */
-const TRANSIENT_SQLSTATE = /^(08|40001|40P01|53|57P0[1-3])/;
+const TRANSIENT_SQLSTATE = /^(08|40001|40P01|53|55P03|57014|57P0[1-5]|25P03)/;
+/** Configuration errors: retrying cannot help (missing database, authentication, missing table). */
+const CONFIGURATION_SQLSTATE = /^(3D000|28000|28P01|42P01|3F000)$/;
 const TRANSIENT_CLIENT_CODES = new Set([
   'CONNECTION_CLOSED',
   'CONNECTION_ENDED',
@@ -48,13 +64,50 @@ const TRANSIENT_CLIENT_CODES = new Set([
   'EAI_AGAIN',
 ]);
 
-export type DbErrorKind = 'transient' | 'permanent';
+/**
+ * - transient: try again (connection loss, restart, timeouts, serialization failure, lock timeout);
+ * - conflict: a unique key already holds this request's outcome (another worker committed it):
+ *   try again, reading stored outcomes first, and the original outcome is replayed;
+ * - configuration: the process is pointed at the wrong database or schema;
+ * - permanent: this statement can never succeed as it is.
+ */
+export type DbErrorKind = 'transient' | 'conflict' | 'configuration' | 'permanent';
+
+/** Thrown when a database attempt did not settle within its time limit. */
+export class DbAttemptTimeout extends Error {
+  override readonly name = 'DbAttemptTimeout';
+  readonly code = 'ATTEMPT_TIMEOUT';
+}
 
 export function classifyDbError(error: unknown): DbErrorKind {
+  if (error instanceof DbAttemptTimeout) return 'transient';
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code !== 'string') return 'permanent';
   if (TRANSIENT_CLIENT_CODES.has(code)) return 'transient';
+  if (code === '23505') return 'conflict';
+  if (CONFIGURATION_SQLSTATE.test(code)) return 'configuration';
   return TRANSIENT_SQLSTATE.test(code) ? 'transient' : 'permanent';
+}
+
+/** The connection itself is gone (not a statement error): nothing more may be sent on it. */
+function isConnectionLoss(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && TRANSIENT_CLIENT_CODES.has(code);
+}
+
+/**
+ * Settle `promise` within `ms`, or reject with DbAttemptTimeout. The attempt itself is abandoned,
+ * not cancelled: callers must be safe to retry (every ledger write is guarded by unique keys).
+ */
+export function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  if (!(ms > 0)) return promise;
+  let timer: NodeJS.Timeout;
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new DbAttemptTimeout(`database attempt did not settle within ${ms} ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
 }
 
 /**
@@ -73,22 +126,35 @@ export async function pipelinedTransaction<T>(
 ): Promise<T> {
   const tx = await sql.reserve();
   let open = true;
+  let lost = false;
   const begin = tx`begin`;
   begin.catch(() => {}); // reported by commit(), or by the first statement awaited after it
   try {
     return await fn(tx as unknown as Sql, async (statements) => {
-      const settled = await Promise.allSettled([begin, ...statements, tx`commit`]);
+      const all = [begin, ...statements, tx`commit`];
+      // A lost connection settles the statements already sent, but postgres.js keeps the rest of a
+      // reserved connection's queue waiting forever: stop at the first connection loss.
+      const connectionLost = new Promise<never>((_, reject) => {
+        for (const p of all) p.catch((e: unknown) => isConnectionLoss(e) && reject(e));
+      });
+      const settled = await Promise.race([Promise.allSettled(all), connectionLost]);
       open = false; // committed, or rolled back by the server after a failed statement
       const failures = settled.filter((s): s is PromiseRejectedResult => s.status === 'rejected').map((s) => s.reason);
+      if (failures.some(isConnectionLoss)) lost = true;
       // Report the cause, not the statements that failed after it because the transaction was
       // aborted (25P02); postgres.js sends a query when it is first awaited, so array order need
       // not be execution order.
       if (failures.length) throw failures.find((e) => (e as { code?: string })?.code !== '25P02') ?? failures[0];
     });
   } catch (error) {
-    if (open) await tx`rollback`.catch(() => {});
+    // A connection that is gone takes its transaction with it. postgres.js (3.4.9) hangs or crashes
+    // the process (porsager/postgres#1208: a write to its null socket from a setImmediate) on any
+    // further query through a reserved connection whose socket closed, and releasing it would put
+    // the dead connection back into the pool; left alone, the pool reconnects it when needed.
+    if (isConnectionLoss(error)) lost = true;
+    if (open && !lost) await tx`rollback`.catch(() => {});
     throw error;
   } finally {
-    tx.release();
+    if (!lost) tx.release();
   }
 }

@@ -1,60 +1,37 @@
 import {
   type ActionStatus,
   type AllocationOutcome,
-  type Decision,
-  decideAllocations,
-  isIdempotentRequestKey,
+  itemsToLookUp,
   newId,
+  type PlanAccount,
+  type PlanItem,
+  planAllocations,
+  type QuestLedgerState,
   type RejectionCode,
+  type StoredOutcome,
 } from '@quest/domain';
 import { pipelinedTransaction, type Sql } from './client.ts';
 
 /**
- * The ledger transaction: decides an ordered list of allocation items and applies the credits,
- * all in one PostgreSQL transaction, with a fixed number of round trips whatever the list length:
+ * The ledger transaction: read → plan → write, in one PostgreSQL transaction, with a fixed number
+ * of round trips whatever the list length:
  *
- *  1. (pipelined) lock the items' quest rows; read outcomes already stored for their request keys;
- *     read the accounts of their addresses.
- *  2. decide in memory, in order, with the pure `decideAllocations` (window, action type, budget,
- *     account), replaying stored outcomes instead of deciding twice.
- *  3. (pipelined) insert payouts and rejections, set each quest's points_remaining, add to each
+ *  1. read (pipelined behind BEGIN): lock the items' quest rows; read outcomes already stored for
+ *     the request keys that may have one; read the accounts of their addresses.
+ *  2. plan, in memory, with the pure `planAllocations` (window, action type, budget, account,
+ *     balance limit; replays of stored outcomes; duplicates inside the list).
+ *  3. write (pipelined with COMMIT): payouts and rejections, each quest's points_remaining, each
  *     account's balance — set-based, through `unnest` arrays.
  *
  * A request key has at most one outcome (payout or rejection; the database enforces it), so a job
  * that is redelivered after its worker died, or a client retrying with the same Idempotency-Key,
  * gets the original outcome and never a second credit.
+ *
+ * Two entry points say what they apply: `applyRequests` (single requests, coalesced or not) and
+ * `applyBatchChunk` (a slice of a batch, guarded by the batch's progress).
  */
 
-export interface LedgerItem {
-  /** Request key, unique per quest. */
-  key: string;
-  questId: number;
-  points: number;
-  /** Pass address, any letter case (matched case-insensitively). */
-  address: string;
-  batchId?: string;
-  itemIndex?: number;
-}
-
-export interface ApplyOptions {
-  now?: Date;
-  /**
-   * Which items to look up stored outcomes for before deciding:
-   * - 'all' (default): every item — for redelivered jobs and retries, where a previous attempt may
-   *   have committed.
-   * - 'idempotent': only items whose key came from a client's Idempotency-Key — safe on a job's
-   *   first delivery, when a generated key cannot have an outcome yet.
-   * - 'none': no item — only for callers that guarantee, in the same transaction, that the items
-   *   were never applied (the batch progress guard).
-   * Whatever is chosen, the unique (quest_id, request_key) constraint refuses a second credit.
-   */
-  lookup?: 'all' | 'idempotent' | 'none';
-  /**
-   * An extra statement run in the same transaction after the writes, e.g. batch progress. It is
-   * pipelined with COMMIT: to veto the commit it must fail in SQL (see pipelinedTransaction).
-   */
-  afterWrites?: (tx: Sql, summary: { succeeded: number; failed: number }) => Promise<unknown>;
-}
+export type LedgerItem = PlanItem;
 
 interface QuestRow {
   id: number;
@@ -64,8 +41,7 @@ interface QuestRow {
   points_remaining: number;
 }
 
-/** A payout (error_code null) or a rejection (id null) already stored for a request key. */
-interface StoredOutcome {
+interface StoredRow {
   quest_id: number;
   request_key: string;
   id: string | null;
@@ -74,8 +50,6 @@ interface StoredOutcome {
   address: string;
   error_code: RejectionCode | null;
 }
-
-const slot = (questId: number, key: string) => `${questId}\u0000${key}`;
 
 export function payoutView(p: {
   id: string;
@@ -90,195 +64,153 @@ export function payoutView(p: {
   };
 }
 
-export async function applyAllocations(
+/**
+ * Apply single requests (one POST, or several coalesced into one job), in list order. On a job's
+ * first delivery, stored outcomes are read only for client-chosen keys (`itemsToLookUp`); any
+ * other attempt (`firstDelivery: false`) reads them for every item, so whatever an earlier attempt
+ * committed is replayed, never applied twice.
+ */
+export function applyRequests(
   sql: Sql,
   items: readonly LedgerItem[],
-  opts: ApplyOptions = {},
+  opts: { firstDelivery: boolean; now?: Date },
+): Promise<AllocationOutcome[]> {
+  return runLedger(sql, items, itemsToLookUp(items, opts.firstDelivery), opts.now ?? new Date());
+}
+
+/** Thrown when a batch chunk finds the batch already advanced past its start (see below). */
+export class BatchProgressMoved extends Error {
+  override readonly name = 'BatchProgressMoved';
+}
+
+/**
+ * Apply items [start, start + items.length) of a batch, and advance the batch's progress in the same
+ * transaction, only from where the chunk started. If another copy of the job got there first, the
+ * transaction rolls back and this throws BatchProgressMoved: a chunk is never applied twice, so no
+ * stored outcome needs reading.
+ */
+export function applyBatchChunk(
+  sql: Sql,
+  chunk: { batchId: string; start: number; items: readonly LedgerItem[]; now?: Date },
+): Promise<AllocationOutcome[]> {
+  const { batchId, start, items } = chunk;
+  return runLedger(sql, items, [], chunk.now ?? new Date(), (tx, plan) =>
+    // Pipelined with COMMIT: to veto it the guard must fail in SQL (division by zero when the
+    // batch has moved), not in JavaScript after its statement returns.
+    tx`
+      with moved as (
+        update batches set
+          processed = processed + ${items.length}, succeeded = succeeded + ${plan.succeeded}, failed = failed + ${plan.failed},
+          status = case when processed + ${items.length} = total then 'completed' else 'processing' end,
+          completed_at = case when processed + ${items.length} = total then now() end,
+          updated_at = now()
+        where id = ${batchId} and processed = ${start}
+        returning 1)
+      select 1 / count(*)::int as guard from moved`.catch((error: { code?: string }) => {
+      throw error?.code === '22012' ? new BatchProgressMoved() : error;
+    }),
+  );
+}
+
+async function runLedger(
+  sql: Sql,
+  items: readonly LedgerItem[],
+  lookUp: readonly LedgerItem[],
+  now: Date,
+  afterWrites?: (tx: Sql, plan: { succeeded: number; failed: number }) => Promise<unknown>,
 ): Promise<AllocationOutcome[]> {
   if (items.length === 0) return [];
-  const now = opts.now ?? new Date();
-  const nowIso = now.toISOString();
   return pipelinedTransaction(sql, async (tx, commit) => {
     const questIds = [...new Set(items.map((i) => i.questId))].sort((a, b) => a - b);
     // Accounts are matched case-insensitively (unique index on lower(pass_address)), so callers may
     // pass addresses in any case; answers carry the stored, checksummed form.
-    const lower = items.map((i) => i.address.toLowerCase());
-    const addresses = [...new Set(lower)];
-    const lookup = opts.lookup ?? 'all';
-    const looked = lookup === 'all' ? items : lookup === 'idempotent' ? items.filter((i) => isIdempotentRequestKey(i.key)) : [];
-    const keysQ = looked.map((i) => i.questId);
-    const keysK = looked.map((i) => i.key);
+    const addresses = [...new Set(items.map((i) => i.address.toLowerCase()))];
+    const keysQ = lookUp.map((i) => i.questId);
+    const keysK = lookUp.map((i) => i.key);
 
-    // Round trip 1, pipelined behind BEGIN. The quest lock is taken first on the server, so the
-    // outcome lookup that follows sees everything committed by the previous holder of the lock.
+    // Read, pipelined behind BEGIN. The quest lock is taken first on the server, so the outcome
+    // lookup that follows sees everything committed by the previous holder of the lock.
     const [quests, stored, accounts] = await Promise.all([
       tx<QuestRow[]>`
         select id, start_at, end_at, action_status, points_remaining
         from quests where id = any(${questIds}::int[]) order by id for update`,
-      looked.length === 0
-        ? ([] as StoredOutcome[])
-        : tx<StoredOutcome[]>`
+      lookUp.length === 0
+        ? ([] as StoredRow[])
+        : tx<StoredRow[]>`
         select p.quest_id, p.request_key, p.id, p.amount, p.created_at, a.pass_address as address, null as error_code
         from payouts p join accounts a on a.id = p.account_id
         where (p.quest_id, p.request_key) in (select * from unnest(${keysQ}::int[], ${keysK}::text[])) and p.batch_id is null
         union all
         select quest_id, request_key, null, points, created_at, address, error_code from allocation_rejections
         where (quest_id, request_key) in (select * from unnest(${keysQ}::int[], ${keysK}::text[]))`,
-      tx<{ id: number; pass_address: string }[]>`
-        select id, pass_address from accounts where lower(pass_address) = any(${addresses}::text[])`,
+      tx<{ id: number; pass_address: string; balance: number }[]>`
+        select id, pass_address, balance from accounts where lower(pass_address) = any(${addresses}::text[])`,
     ]);
 
-    const questById = new Map(quests.map((q) => [q.id, q]));
-    const accountByAddress = new Map(accounts.map((a) => [a.pass_address.toLowerCase(), a]));
-    const storedOutcome = new Map(stored.map((o) => [slot(o.quest_id, o.request_key), o]));
+    const plan = planAllocations(
+      items,
+      {
+        quests: new Map(
+          quests.map((q): [number, QuestLedgerState] => [
+            q.id,
+            { startAt: q.start_at, endAt: q.end_at, actionStatus: q.action_status, pointsRemaining: q.points_remaining },
+          ]),
+        ),
+        accounts: new Map(
+          accounts.map((a): [string, PlanAccount] => [
+            a.pass_address.toLowerCase(),
+            { id: a.id, passAddress: a.pass_address, balance: a.balance },
+          ]),
+        ),
+        stored: stored.map(
+          (o): StoredOutcome => ({
+            questId: o.quest_id,
+            key: o.request_key,
+            payoutId: o.id,
+            amount: o.amount,
+            createdAt: o.created_at,
+            address: o.address,
+            errorCode: o.error_code,
+          }),
+        ),
+      },
+      now,
+      () => newId('pay', now.getTime()),
+    );
 
-    const outcomes: (AllocationOutcome | undefined)[] = new Array(items.length);
-    // First occurrence of each request key in this list; later duplicates copy its outcome.
-    const firstIndex = new Map<string, number>();
-    const duplicates: number[] = [];
-    const freshByQuest = new Map<number, number[]>();
-
-    items.forEach((item, i) => {
-      const s = slot(item.questId, item.key);
-      const previous = storedOutcome.get(s);
-      if (previous) {
-        const sameBody = previous.amount === item.points && previous.address.toLowerCase() === lower[i];
-        if (!sameBody) outcomes[i] = { status: 'rejected', code: 'IDEMPOTENCY_KEY_REUSED' };
-        else if (previous.error_code) outcomes[i] = { status: 'rejected', code: previous.error_code };
-        else
-          outcomes[i] = payoutView({
-            id: previous.id!,
-            amount: previous.amount,
-            created_at: previous.created_at,
-            pass_address: previous.address,
-          });
-        return;
-      }
-      if (firstIndex.has(s)) {
-        duplicates.push(i);
-        return;
-      }
-      firstIndex.set(s, i);
-      if (!questById.has(item.questId)) {
-        outcomes[i] = { status: 'failed', code: 'ALLOCATION_FAILED' };
-        return;
-      }
-      const list = freshByQuest.get(item.questId);
-      if (list) list.push(i);
-      else freshByQuest.set(item.questId, [i]);
-    });
-
-    const payoutRows = {
-      id: [] as string[],
-      questId: [] as number[],
-      accountId: [] as number[],
-      amount: [] as number[],
-      key: [] as string[],
-      batchId: [] as (string | null)[],
-      itemIndex: [] as (number | null)[],
-    };
-    const rejectionRows = {
-      questId: [] as number[],
-      key: [] as string[],
-      address: [] as string[],
-      points: [] as number[],
-      code: [] as string[],
-      batchId: [] as (string | null)[],
-      itemIndex: [] as (number | null)[],
-    };
-    const remainingByQuest = new Map<number, number>();
-    const creditByAccount = new Map<number, number>();
-    let succeeded = 0;
-    let failed = 0;
-
-    // Decide each quest's fresh items in list order (the list is already in enqueue order).
-    for (const [questId, indexes] of freshByQuest) {
-      const quest = questById.get(questId)!;
-      const { decisions, pointsRemaining } = decideAllocations(
-        {
-          startAt: quest.start_at,
-          endAt: quest.end_at,
-          actionStatus: quest.action_status,
-          pointsRemaining: quest.points_remaining,
-        },
-        indexes.map((i) => ({ points: items[i]!.points, accountId: accountByAddress.get(lower[i]!)?.id ?? null })),
-        now,
-      );
-      if (pointsRemaining !== quest.points_remaining) remainingByQuest.set(questId, pointsRemaining);
-      decisions.forEach((decision: Decision, n) => {
-        const i = indexes[n]!;
-        const item = items[i]!;
-        if (decision.ok) {
-          const account = accountByAddress.get(lower[i]!)!;
-          const accountId = account.id;
-          const id = newId('pay', now.getTime());
-          payoutRows.id.push(id);
-          payoutRows.questId.push(questId);
-          payoutRows.accountId.push(accountId);
-          payoutRows.amount.push(item.points);
-          payoutRows.key.push(item.key);
-          payoutRows.batchId.push(item.batchId ?? null);
-          payoutRows.itemIndex.push(item.itemIndex ?? null);
-          creditByAccount.set(accountId, (creditByAccount.get(accountId) ?? 0) + item.points);
-          outcomes[i] = payoutView({ id, amount: item.points, created_at: nowIso, pass_address: account.pass_address });
-        } else {
-          rejectionRows.questId.push(questId);
-          rejectionRows.key.push(item.key);
-          rejectionRows.address.push(item.address);
-          rejectionRows.points.push(item.points);
-          rejectionRows.code.push(decision.code);
-          rejectionRows.batchId.push(item.batchId ?? null);
-          rejectionRows.itemIndex.push(item.itemIndex ?? null);
-          outcomes[i] = { status: 'rejected', code: decision.code };
-        }
-      });
-    }
-
-    for (const i of duplicates) {
-      const item = items[i]!;
-      const j = firstIndex.get(slot(item.questId, item.key))!;
-      outcomes[i] =
-        items[j]!.points === item.points && lower[j] === lower[i]
-          ? outcomes[j]
-          : { status: 'rejected', code: 'IDEMPOTENCY_KEY_REUSED' };
-    }
-
-    for (const o of outcomes) {
-      if (o?.status === 'completed') succeeded++;
-      else failed++;
-    }
-
-    // Round trip 2, the writes pipelined with COMMIT. Account credits are applied in id order so two partitions
-    // crediting the same accounts lock them in the same order.
-    const accountIds = [...creditByAccount.keys()].sort((a, b) => a - b);
+    // Write, pipelined with COMMIT. Credits come in account id order, so two partitions crediting
+    // the same accounts lock them in the same order.
     const writes: Promise<unknown>[] = [];
-    if (payoutRows.id.length) {
+    const { payouts, rejections, credits } = plan;
+    if (payouts.length) {
       writes.push(tx`
         insert into payouts (id, quest_id, account_id, amount, request_key, batch_id, item_index, created_at)
         select *, ${now}::timestamptz from unnest(
-          ${payoutRows.id}::text[], ${payoutRows.questId}::int[], ${payoutRows.accountId}::bigint[],
-          ${payoutRows.amount}::bigint[], ${payoutRows.key}::text[], ${payoutRows.batchId}::text[], ${payoutRows.itemIndex}::int[])`);
+          ${payouts.map((r) => r.id)}::text[], ${payouts.map((r) => r.questId)}::int[], ${payouts.map((r) => r.accountId)}::bigint[],
+          ${payouts.map((r) => r.amount)}::bigint[], ${payouts.map((r) => r.key)}::text[], ${payouts.map((r) => r.batchId)}::text[],
+          ${payouts.map((r) => r.itemIndex)}::int[])`);
       writes.push(tx`
         update accounts a set balance = a.balance + v.amount
-        from unnest(${accountIds}::bigint[], ${accountIds.map((id) => creditByAccount.get(id)!)}::bigint[]) as v(id, amount)
+        from unnest(${credits.map((c) => c[0])}::bigint[], ${credits.map((c) => c[1])}::bigint[]) as v(id, amount)
         where a.id = v.id`);
     }
-    if (rejectionRows.key.length) {
+    if (rejections.length) {
       writes.push(tx`
         insert into allocation_rejections (quest_id, request_key, address, points, error_code, batch_id, item_index, created_at)
         select *, ${now}::timestamptz from unnest(
-          ${rejectionRows.questId}::int[], ${rejectionRows.key}::text[], ${rejectionRows.address}::text[],
-          ${rejectionRows.points}::bigint[], ${rejectionRows.code}::text[], ${rejectionRows.batchId}::text[], ${rejectionRows.itemIndex}::int[])`);
+          ${rejections.map((r) => r.questId)}::int[], ${rejections.map((r) => r.key)}::text[], ${rejections.map((r) => r.address)}::text[],
+          ${rejections.map((r) => r.points)}::bigint[], ${rejections.map((r) => r.code)}::text[], ${rejections.map((r) => r.batchId)}::text[],
+          ${rejections.map((r) => r.itemIndex)}::int[])`);
     }
-    if (remainingByQuest.size) {
-      const ids = [...remainingByQuest.keys()];
+    if (plan.pointsRemaining.size) {
+      const ids = [...plan.pointsRemaining.keys()];
       writes.push(tx`
         update quests q set points_remaining = v.remaining
-        from unnest(${ids}::int[], ${ids.map((id) => remainingByQuest.get(id)!)}::bigint[]) as v(id, remaining)
+        from unnest(${ids}::int[], ${ids.map((id) => plan.pointsRemaining.get(id)!)}::bigint[]) as v(id, remaining)
         where q.id = v.id`);
     }
-    if (opts.afterWrites) writes.push(opts.afterWrites(tx, { succeeded, failed }));
+    if (afterWrites) writes.push(afterWrites(tx, plan));
     await commit(writes);
-    return outcomes as AllocationOutcome[];
+    return plan.outcomes;
   });
 }

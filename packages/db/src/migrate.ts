@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import postgres from 'postgres';
 import shift from 'postgres-shift';
-import { createSql } from './client.ts';
+import { classifyDbError, createSql } from './client.ts';
 
 /**
  * Found through the package, not relative to this file, so it also resolves when this module is
@@ -55,8 +55,8 @@ export interface MigrateResult {
  * Apply pending migrations. Safe to call from many processes at once: each takes a session-level
  * advisory lock first, so one applies and the others then find nothing left to do.
  */
-export async function migrate(url: string, opts: { dir?: string } = {}): Promise<MigrateResult> {
-  const createdDatabase = await ensureDatabase(url);
+export async function migrate(url: string, opts: { dir?: string; createDatabase?: boolean } = {}): Promise<MigrateResult> {
+  const createdDatabase = opts.createDatabase === false ? false : await ensureDatabase(url);
   const sql = createSql(url, { max: 2, applicationName: 'quest-rewards-migrate' });
   const applied: string[] = [];
   try {
@@ -78,4 +78,50 @@ export async function migrate(url: string, opts: { dir?: string } = {}): Promise
     await sql.end({ timeout: 5 });
   }
   return { createdDatabase, applied };
+}
+
+/** The database is there but this process must not use it as configured (wrong name, credentials, schema). */
+export class DatabaseConfigurationError extends Error {
+  override readonly name = 'DatabaseConfigurationError';
+}
+
+const CONFIGURATION_HINTS: Record<string, string> = {
+  '3D000': 'the database does not exist (create it with `npm run migrate`, or fix DATABASE_URL)',
+  '28P01': 'password authentication failed (fix the credentials in DATABASE_URL)',
+  '28000': 'the server refused this user or host (check DATABASE_URL and pg_hba.conf)',
+  '42P01': 'a table is missing (the schema is not migrated: run `npm run migrate`)',
+};
+
+/**
+ * Wait until PostgreSQL answers at `url`: an outage (refused connection, a restart in progress)
+ * is waited out, logged every few attempts; a configuration error (missing database, failed
+ * authentication) throws DatabaseConfigurationError at once, with one readable line.
+ */
+export async function waitForDatabase(
+  url: string,
+  opts: { logger?: { warn(obj: object, msg?: string): void }; maxPauseMs?: number; signal?: AbortSignal } = {},
+): Promise<void> {
+  const where = new URL(url);
+  const name = `${where.hostname}:${where.port || 5432}${where.pathname}`;
+  for (let attempt = 1; ; attempt++) {
+    const probe = createSql(url, { max: 1, applicationName: 'quest-rewards-probe', connectTimeout: 5 });
+    try {
+      await probe`select 1`;
+      return;
+    } catch (error) {
+      const code = (error as { code?: string }).code ?? '';
+      const kind = classifyDbError(error);
+      if (kind === 'configuration' || (kind === 'permanent' && CONFIGURATION_HINTS[code])) {
+        throw new DatabaseConfigurationError(
+          `DATABASE_URL (${name}): ${CONFIGURATION_HINTS[code] ?? (error as Error).message} [${code}]`,
+        );
+      }
+      if (kind === 'permanent') throw error;
+      opts.logger?.warn({ err: error, attempt, database: name }, 'waiting for PostgreSQL');
+      if (opts.signal?.aborted) throw error;
+      await new Promise((r) => setTimeout(r, Math.min(opts.maxPauseMs ?? 2000, 100 * 2 ** Math.min(attempt, 10))));
+    } finally {
+      await probe.end({ timeout: 1 }).catch(() => {});
+    }
+  }
 }

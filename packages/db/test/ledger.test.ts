@@ -1,5 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { advanceBatchProgress, applyAllocations, BatchProgressMoved, type LedgerItem, pipelinedTransaction } from '@quest/db';
+import postgres from 'postgres';
+import {
+  applyBatchChunk,
+  applyRequests,
+  BatchProgressMoved,
+  classifyDbError,
+  type LedgerItem,
+  pipelinedTransaction,
+} from '@quest/db';
 import { createTestDatabase, type TestDatabase } from '@quest/testing';
 
 let db: TestDatabase;
@@ -39,7 +47,11 @@ beforeAll(async () => {
 });
 afterAll(async () => db?.drop());
 
-describe('applyAllocations', () => {
+/** Every attempt after a job's first delivery reads stored outcomes for every item. */
+const applyAllocations = (sql: typeof db.sql, items: LedgerItem[], opts: { now?: Date } = {}) =>
+  applyRequests(sql, items, { ...opts, firstDelivery: false });
+
+describe('applyRequests', () => {
   it('credits in order against the budget: 60 → 50 → 40 on 100 gives accept, reject, accept', async () => {
     const q = await quest({ total: 100 });
     const out = await applyAllocations(db.sql, [item(q, 60, addr(1)), item(q, 50, addr(2)), item(q, 40, addr(3))]);
@@ -98,13 +110,13 @@ describe('applyAllocations', () => {
     const q = await quest({ total: 50 });
     const [first] = await applyAllocations(db.sql, [item(q, 30, addr(9), 'idem-1')]);
     const [again] = await applyAllocations(db.sql, [item(q, 30, addr(9), 'idem-1')]);
-    expect(again).toEqual(first);
+    expect(again).toEqual({ ...first, replayed: true });
     const [other] = await applyAllocations(db.sql, [item(q, 31, addr(9), 'idem-1')]);
     expect(other).toEqual({ status: 'rejected', code: 'IDEMPOTENCY_KEY_REUSED' });
     const [rej] = await applyAllocations(db.sql, [item(q, 500, addr(9), 'idem-2')]);
     const [rejAgain] = await applyAllocations(db.sql, [item(q, 500, addr(9), 'idem-2')]);
     expect(rej).toEqual({ status: 'rejected', code: 'INSUFFICIENT_POINTS' });
-    expect(rejAgain).toEqual(rej);
+    expect(rejAgain).toEqual({ ...rej, replayed: true });
     expect(await ledgerState(q)).toMatchObject({ points_remaining: 20, payouts: 1, paid: 30 });
   });
 
@@ -115,7 +127,7 @@ describe('applyAllocations', () => {
       item(q, 10, addr(4), 'dup'),
       item(q, 11, addr(4), 'dup'),
     ]);
-    expect(out[1]).toEqual(out[0]);
+    expect(out[1]).toEqual({ ...out[0], replayed: true });
     expect(out[0]!.status).toBe('completed');
     expect(out[2]).toEqual({ status: 'rejected', code: 'IDEMPOTENCY_KEY_REUSED' });
     expect(await ledgerState(q)).toMatchObject({ points_remaining: 90, payouts: 1 });
@@ -147,7 +159,10 @@ describe('applyAllocations', () => {
     expect(out.map((o) => (o.status === 'completed' ? o.payout.account.pass : o.status))).toEqual([stored, stored, stored]);
     // A stored outcome replays for the same address in another case, and is a different body otherwise.
     const [first] = await applyAllocations(db.sql, [item(q, 5, stored, 'case-key')]);
-    expect((await applyAllocations(db.sql, [item(q, 5, stored.toLowerCase(), 'case-key')]))[0]).toEqual(first);
+    expect((await applyAllocations(db.sql, [item(q, 5, stored.toLowerCase(), 'case-key')]))[0]).toEqual({
+      ...first,
+      replayed: true,
+    });
     // Two spellings of one address can never be two accounts.
     await expect(db.sql`insert into accounts (pass_address) values (${stored.toLowerCase()})`).rejects.toMatchObject({
       code: '23505',
@@ -161,18 +176,12 @@ describe('applyAllocations', () => {
     const chunk = (start: number) =>
       [0, 1].map((k) => ({ ...item(q, 5, addr(40 + k), `bat_guard:${start + k}`), batchId: 'bat_guard', itemIndex: start + k }));
     // Another copy already advanced the batch to 2: a chunk starting at 0 must be refused whole.
-    await expect(
-      applyAllocations(db.sql, chunk(0), {
-        lookup: 'none',
-        afterWrites: (tx, s) => advanceBatchProgress(tx, { batchId: 'bat_guard', start: 0, count: 2, ...s }),
-      }),
-    ).rejects.toBeInstanceOf(BatchProgressMoved);
+    await expect(applyBatchChunk(db.sql, { batchId: 'bat_guard', start: 0, items: chunk(0) })).rejects.toBeInstanceOf(
+      BatchProgressMoved,
+    );
     expect(await ledgerState(q)).toMatchObject({ points_remaining: 100, payouts: 0 });
     // The chunk that starts where the batch stands is applied and completes it.
-    await applyAllocations(db.sql, chunk(2), {
-      lookup: 'none',
-      afterWrites: (tx, s) => advanceBatchProgress(tx, { batchId: 'bat_guard', start: 2, count: 2, ...s }),
-    });
+    await applyBatchChunk(db.sql, { batchId: 'bat_guard', start: 2, items: chunk(2) });
     expect(await ledgerState(q)).toMatchObject({ points_remaining: 90, payouts: 2 });
     const [b] = await db.sql<
       { status: string; processed: number }[]
@@ -203,6 +212,56 @@ describe('applyAllocations', () => {
       }),
     ).rejects.toThrow('bug');
     expect((await db.sql<{ n: number }[]>`select n from pipeline_probe`).map((r) => r.n)).toEqual([3]);
+  });
+
+  it('rejects a credit past the account balance limit on its own, and keeps crediting others', async () => {
+    const big = await quest({ total: Number.MAX_SAFE_INTEGER });
+    const q = await quest({ total: 100 });
+    const full = addr(150);
+    // One coalesced list over two quests: the first fills the account, the second sees it full.
+    const out = await applyAllocations(db.sql, [
+      item(big, Number.MAX_SAFE_INTEGER, full),
+      item(q, 1, full),
+      item(q, 7, addr(151)),
+    ]);
+    expect(out.map((o) => (o.status === 'rejected' ? o.code : o.status))).toEqual([
+      'completed',
+      'BALANCE_LIMIT_EXCEEDED',
+      'completed',
+    ]);
+    // Later credits to the full account are decided (rejected), not failed, in any job.
+    const [later] = await applyAllocations(db.sql, [item(q, 1, full)]);
+    expect(later).toEqual({ status: 'rejected', code: 'BALANCE_LIMIT_EXCEEDED' });
+  });
+
+  it('a first delivery that meets an outcome another worker committed is a conflict, and a retry replays it', async () => {
+    const q = await quest({ total: 100 });
+    const generated = item(q, 10, addr(60), 'alc_0generatedkey');
+    const [paid] = await applyRequests(db.sql, [generated], { firstDelivery: true });
+    const error = await applyRequests(db.sql, [generated], { firstDelivery: true }).catch((e: unknown) => e);
+    expect(classifyDbError(error)).toBe('conflict');
+    expect((await applyRequests(db.sql, [generated], { firstDelivery: false }))[0]).toEqual({ ...paid, replayed: true });
+    expect(await ledgerState(q)).toMatchObject({ points_remaining: 90, payouts: 1 });
+  });
+
+  it('pipelinedTransaction survives its backend being terminated, and the pool keeps working', async () => {
+    const sql = postgres(db.url, { max: 2, onnotice: () => {} }) as unknown as typeof db.sql;
+    try {
+      const q = await quest({ total: 100 });
+      // Terminate the backend between the two round trips: nothing may be sent on the dead
+      // connection (postgres.js would hang or throw from a setImmediate), nothing is applied.
+      const error = await pipelinedTransaction(sql, async (tx, commit) => {
+        const [row] = await tx<{ pid: number }[]>`select pg_backend_pid() as pid`;
+        const pid = row!.pid;
+        await db.sql`select pg_terminate_backend(${pid})`;
+        await commit([tx`update quests set points_remaining = 0 where id = ${q}`]);
+      }).catch((e: unknown) => e);
+      expect(classifyDbError(error)).toBe('transient');
+      for (let i = 0; i < 4; i++) expect(await sql`select 1 as one`).toEqual([{ one: 1 }]);
+      expect(await ledgerState(q)).toMatchObject({ points_remaining: 100 });
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
   });
 
   it('keeps balances equal to the sum of payouts across quests', async () => {

@@ -15,18 +15,25 @@ export interface AllocationRequestItem {
   accountId: number | null;
 }
 
+/** The most points an account can hold: its balance column's CHECK, and JavaScript's exact range. */
+export const MAX_ACCOUNT_BALANCE = Number.MAX_SAFE_INTEGER;
+
 export type Decision = { ok: true } | { ok: false; code: RejectionCode };
 
 /**
  * Decide an ordered list of allocations against one quest, at one instant, in order. Each item is
  * checked against the budget left by the items before it, so an item that would overspend is
  * rejected on its own and a later, smaller one may still succeed. Checks, in order: window,
- * action type, budget, account (the order of the spec's error table).
+ * action type, budget, account (the order of the spec's error table), then the account's balance
+ * limit: a credit that would take a balance past MAX_ACCOUNT_BALANCE is a business decision
+ * (BALANCE_LIMIT_EXCEEDED), not a failure. `balances` (account id → balance) is advanced by every
+ * credit decided here, so later items, and later quests of the same plan, see it.
  */
 export function decideAllocations(
   quest: QuestLedgerState,
   items: readonly AllocationRequestItem[],
   now: Date,
+  balances: Map<number, number> = new Map(),
 ): { decisions: Decision[]; pointsRemaining: number } {
   if (!isWithinWindow(quest, now)) {
     return { decisions: items.map(() => ({ ok: false, code: 'QUEST_NOT_ACTIVE' })), pointsRemaining: quest.pointsRemaining };
@@ -38,6 +45,9 @@ export function decideAllocations(
   const decisions: Decision[] = items.map((item) => {
     if (item.points > remaining) return { ok: false, code: 'INSUFFICIENT_POINTS' };
     if (item.accountId === null) return { ok: false, code: 'ACCOUNT_NOT_FOUND' };
+    const balance = balances.get(item.accountId) ?? 0;
+    if (item.points > MAX_ACCOUNT_BALANCE - balance) return { ok: false, code: 'BALANCE_LIMIT_EXCEEDED' };
+    balances.set(item.accountId, balance + item.points);
     remaining -= item.points;
     return { ok: true };
   });

@@ -21,6 +21,7 @@ export const ERROR_CODES = [
   'ACTION_TYPE_INACTIVE',
   'INSUFFICIENT_POINTS',
   'ACCOUNT_NOT_FOUND',
+  'BALANCE_LIMIT_EXCEEDED',
   'IDEMPOTENCY_KEY_REUSED',
   'BATCH_TOO_LARGE',
   'RATE_LIMITED',
@@ -52,6 +53,7 @@ export const STATUS_BY_CODE: { readonly [C in ErrorCode]: number } = {
   ACTION_TYPE_INACTIVE: 400,
   INSUFFICIENT_POINTS: 400,
   ACCOUNT_NOT_FOUND: 400,
+  BALANCE_LIMIT_EXCEEDED: 400,
   IDEMPOTENCY_KEY_REUSED: 400,
   BATCH_TOO_LARGE: 400,
   RATE_LIMITED: 429,
@@ -80,6 +82,7 @@ export const DEFAULT_MESSAGE: { readonly [C in ErrorCode]: string } = {
   ACTION_TYPE_INACTIVE: "The quest's action type is deactivated.",
   INSUFFICIENT_POINTS: "The requested points exceed the quest's remaining points.",
   ACCOUNT_NOT_FOUND: 'No account exists for this pass address.',
+  BALANCE_LIMIT_EXCEEDED: "The credit would take the account's balance past its limit (2^53 - 1 points).",
   IDEMPOTENCY_KEY_REUSED: 'This Idempotency-Key was already used with a different request body.',
   BATCH_TOO_LARGE: 'The batch has too many allocations.',
   RATE_LIMITED: 'Too many requests.',
@@ -95,6 +98,7 @@ export const REJECTION_CODES = [
   'ACTION_TYPE_INACTIVE',
   'INSUFFICIENT_POINTS',
   'ACCOUNT_NOT_FOUND',
+  'BALANCE_LIMIT_EXCEEDED',
   'IDEMPOTENCY_KEY_REUSED',
 ] as const satisfies readonly ErrorCode[];
 export type RejectionCode = (typeof REJECTION_CODES)[number];

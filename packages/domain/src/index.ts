@@ -5,5 +5,6 @@ export * from './ids.ts';
 export * from './jobs.ts';
 export * from './keys.ts';
 export * from './partition.ts';
+export * from './plan.ts';
 export * from './quest.ts';
 export * from './views.ts';

@@ -5,7 +5,7 @@ import { REJECTION_CODES } from './errors.ts';
  * The job catalogue shared by producer (api) and consumer (worker): job name → payload schema and
  * result schema. One shape serves every allocation: an ordered list of items for one partition.
  * A single POST is a list of one; concurrent POSTs to the same partition are coalesced by the API
- * into one job; a batch is a job of its own whose items live in the job as parallel arrays.
+ * into one job; a batch is a job of its own whose items live in its row in PostgreSQL.
  */
 
 export const allocationItemSchema = z.object({
@@ -15,6 +15,8 @@ export const allocationItemSchema = z.object({
   points: z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
   /** EIP-55 checksummed pass address. */
   address: z.string().regex(/^0x[0-9a-fA-F]{40}$/),
+  /** When the API enqueued it (ms since epoch): orders the request's status writers. */
+  enqueuedAt: z.number().int().nonnegative().optional(),
 });
 export type AllocationItem = z.infer<typeof allocationItemSchema>;
 
@@ -29,8 +31,10 @@ export const payoutViewSchema = z.object({
 export type PayoutView = z.infer<typeof payoutViewSchema>;
 
 export const allocationOutcomeSchema = z.discriminatedUnion('status', [
-  z.object({ status: z.literal('completed'), payout: payoutViewSchema }),
-  z.object({ status: z.literal('rejected'), code: z.enum(REJECTION_CODES) }),
+  // replayed: the outcome was stored earlier for the same request key (an Idempotency-Key retry, a
+  // redelivered job or a re-drive), not decided now.
+  z.object({ status: z.literal('completed'), payout: payoutViewSchema, replayed: z.literal(true).optional() }),
+  z.object({ status: z.literal('rejected'), code: z.enum(REJECTION_CODES), replayed: z.literal(true).optional() }),
   z.object({ status: z.literal('failed'), code: z.literal('ALLOCATION_FAILED') }),
 ]);
 export type AllocationOutcome = z.infer<typeof allocationOutcomeSchema>;
@@ -43,14 +47,11 @@ export const allocateJob = {
 
 export const batchJob = {
   name: 'batch',
-  data: z
-    .object({
-      batchId: z.string(),
-      questId: z.number().int().positive(),
-      addresses: z.array(z.string()),
-      points: z.array(z.number().int().positive()),
-    })
-    .refine((d) => d.addresses.length === d.points.length, 'addresses and points differ in length'),
+  /** The items live in the batch's row in PostgreSQL, which a re-drive can enqueue again. */
+  data: z.object({
+    batchId: z.string(),
+    questId: z.number().int().positive(),
+  }),
   result: z.object({
     batchId: z.string(),
     status: z.enum(['completed', 'failed']),

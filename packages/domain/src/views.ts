@@ -162,7 +162,16 @@ export type ReadinessCheck = (typeof READINESS_CHECKS)[number];
 export const readinessChecksSchema = z
   .object({ database: z.enum(['ok', 'unavailable']), queue: z.enum(['ok', 'unavailable']) })
   .meta({ id: 'ReadinessChecks' });
-export const readinessViewSchema = z.object({ status: z.literal('ok'), checks: readinessChecksSchema }).meta({ id: 'Readiness' });
+export const readinessViewSchema = z
+  .object({
+    status: z.literal('ok'),
+    checks: readinessChecksSchema,
+    workers: z.number().int().min(0).meta({
+      description:
+        'Worker processes alive in the pool. 0: nothing is deciding allocations; they are queued (answered 202) and decided when a worker joins.',
+    }),
+  })
+  .meta({ id: 'Readiness' });
 
 export type QuestDetailView = z.output<typeof questDetailViewSchema>;
 export type PublicQuestView = z.output<typeof publicQuestViewSchema>;

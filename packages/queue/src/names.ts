@@ -5,3 +5,5 @@ export function partitionQueueName(partition: number): string {
 
 export const membersKey = (prefix: string) => `${prefix}:pool:members`;
 export const partitionsKey = (prefix: string) => `${prefix}:pool:partitions`;
+export const reconcilerLockKey = (prefix: string) => `${prefix}:pool:reconciler:lock`;
+export const reconcilerLastRunKey = (prefix: string) => `${prefix}:pool:reconciler:last`;

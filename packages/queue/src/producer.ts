@@ -12,7 +12,7 @@ import {
   partitionOf,
 } from '@quest/domain';
 import { assertPartitionCount, consumerConnectionOptions, PartitionCountMismatch, producerConnection } from './connection.ts';
-import { partitionQueueName } from './names.ts';
+import { membersKey, partitionQueueName } from './names.ts';
 
 export interface QueueSettings {
   redisUrl: string;
@@ -20,7 +20,8 @@ export interface QueueSettings {
   partitions: number;
 }
 
-export type AllocateResult = AllocationOutcome | { status: 'pending' };
+/** Pending: not decided within the wait. The job (if it was added) and the enqueue time identify this attempt. */
+export type AllocateResult = AllocationOutcome | { status: 'pending'; jobId: string | undefined; enqueuedAt: number };
 export type BatchRunResult = BatchJobResult | { status: 'pending' };
 
 export interface AllocatorOptions extends QueueSettings {
@@ -45,11 +46,13 @@ export interface Allocator {
    */
   runBatch(data: BatchJobData, opts?: { waitMs?: number }): Promise<BatchRunResult>;
   ping(): Promise<void>;
+  /** Worker processes alive in the pool (members whose heartbeat has not expired, on Redis's clock). */
+  liveWorkers(): Promise<number>;
   close(): Promise<void>;
 }
 
 interface Pending {
-  item: AllocationItem;
+  item: AllocationItem & { enqueuedAt: number };
   deadline: number;
   resolve: (r: AllocateResult) => void;
   reject: (e: unknown) => void;
@@ -61,6 +64,14 @@ interface PartitionState {
   buffer: Pending[];
   scheduled: boolean;
   inFlight: number;
+}
+
+/**
+ * Every allocation job: one attempt (transient errors are retried inside the job, so it keeps its
+ * place), finished jobs kept `retentionSeconds` for their waiters.
+ */
+export function jobOptions(retentionSeconds: number) {
+  return { attempts: 1, removeOnComplete: { age: retentionSeconds }, removeOnFail: { age: 24 * 3600 } };
 }
 
 const isTimeout = (e: unknown) => e instanceof Error && /timed out|timeout/i.test(e.message);
@@ -125,11 +136,7 @@ export async function createAllocator(opts: AllocatorOptions): Promise<Allocator
     await Promise.race([Promise.all(parts.map((s) => s.events.waitUntilReady())), new Promise((r) => setTimeout(r, 2000))]);
   }
 
-  const jobOptions = {
-    attempts: 1,
-    removeOnComplete: { age: retention },
-    removeOnFail: { age: 24 * 3600 },
-  };
+  const options = jobOptions(retention);
 
   function schedule(p: number) {
     const s = parts[p]!;
@@ -146,9 +153,11 @@ export async function createAllocator(opts: AllocatorOptions): Promise<Allocator
     s.inFlight++;
     try {
       let job: Job;
+      const enqueuedAt = Date.now();
+      for (const c of chunk) c.item.enqueuedAt = enqueuedAt;
       try {
         const data: AllocateJobData = { items: chunk.map((c) => c.item) };
-        job = await s.queue.add(allocateJob.name, data, jobOptions);
+        job = await s.queue.add(allocateJob.name, data, options);
       } catch {
         for (const c of chunk) c.reject(new DomainError('QUEUE_UNAVAILABLE'));
         return;
@@ -163,7 +172,8 @@ export async function createAllocator(opts: AllocatorOptions): Promise<Allocator
         // Timed out, or lost contact while waiting: the job is queued and will be decided, so the
         // truthful answer is "pending". A job that failed outright (a worker bug) is a failure.
         const failed = !isTimeout(error) && (await job.isFailed().catch(() => false));
-        for (const c of chunk) c.resolve(failed ? { status: 'failed', code: 'ALLOCATION_FAILED' } : { status: 'pending' });
+        for (const c of chunk)
+          c.resolve(failed ? { status: 'failed', code: 'ALLOCATION_FAILED' } : { status: 'pending', jobId: job.id, enqueuedAt });
       }
     } finally {
       s.inFlight--;
@@ -179,7 +189,7 @@ export async function createAllocator(opts: AllocatorOptions): Promise<Allocator
           return;
         }
         const p = partitionOf(item.questId, opts.partitions);
-        parts[p]!.buffer.push({ item, deadline: Date.now() + opts.waitMs, resolve, reject });
+        parts[p]!.buffer.push({ item: { ...item, enqueuedAt: 0 }, deadline: Date.now() + opts.waitMs, resolve, reject });
         schedule(p);
       });
     },
@@ -190,7 +200,7 @@ export async function createAllocator(opts: AllocatorOptions): Promise<Allocator
       try {
         // Deduplicated rather than given a custom id: every job keeps an ordinal id from the queue's
         // counter (its place in the partition's order), and a finished batch can be re-run (resume).
-        job = await s.queue.add(batchJob.name, data, { ...jobOptions, deduplication: { id: data.batchId } });
+        job = await s.queue.add(batchJob.name, data, { ...options, deduplication: { id: data.batchId } });
       } catch {
         throw new DomainError('QUEUE_UNAVAILABLE');
       }
@@ -204,6 +214,11 @@ export async function createAllocator(opts: AllocatorOptions): Promise<Allocator
     async ping() {
       await client.ping();
       if (!topologyOk) throw topologyError ?? new Error('queue topology not checked yet');
+    },
+
+    async liveWorkers() {
+      const [seconds, micros] = await client.time();
+      return client.zcount(membersKey(opts.prefix), Number(seconds) * 1000 + Math.floor(Number(micros) / 1000), '+inf');
     },
 
     async close() {

@@ -1,10 +1,19 @@
 import { performance } from 'node:perf_hooks';
-import { advanceBatchProgress, applyAllocations, type LedgerItem, type Sql } from '@quest/db';
+import {
+  applyBatchChunk,
+  applyRequests,
+  createOrGetBatch,
+  getBatchItems,
+  getBatchProgress,
+  type LedgerItem,
+  type Sql,
+  startBatch,
+} from '@quest/db';
 import { type AllocationOutcome, newId, partitionOf } from '@quest/domain';
 import { type LatencySummary, summarize } from './stats.ts';
 
 /**
- * The LIMIT: the service's own ledger transaction (`applyAllocations` from @quest/db) driven
+ * The LIMIT: the service's own ledger transaction (`applyRequests` from @quest/db) driven
  * directly through postgres.js from this process: no HTTP, no Redis, no queue, no worker.
  * Whatever the service adds on top of this is overhead the service could, in principle, remove.
  */
@@ -34,7 +43,7 @@ type Pick = () => { questId: number; address: string };
  * outcomes are looked up only for client Idempotency-Keys; the limit's keys are generated like
  * the API's, so none is looked up — the same transaction the service runs.
  */
-const FIRST_DELIVERY = { lookup: 'idempotent' } as const;
+const FIRST_DELIVERY = { firstDelivery: true } as const;
 
 let keySeq = 0;
 const limitKey = () => newId('alc');
@@ -112,7 +121,7 @@ export async function directSingle(
       const item: LedgerItem = { key: limitKey(), questId, points: opts.points ?? 1, address };
       const s = performance.now();
       try {
-        const outcomes = await applyAllocations(sql, [item], FIRST_DELIVERY);
+        const outcomes = await applyRequests(sql, [item], FIRST_DELIVERY);
         tally.latencies.push(performance.now() - s);
         tally.transactions++;
         tally.outcomes(outcomes, true);
@@ -148,7 +157,7 @@ export async function directCoalesced(
     if (running[p] || buffers[p]!.length === 0) return;
     running[p] = true;
     const list = buffers[p]!.splice(0, opts.maxItems);
-    applyAllocations(
+    applyRequests(
       sql,
       list.map((x) => x.item),
       FIRST_DELIVERY,
@@ -197,7 +206,8 @@ export async function directCoalesced(
 
 /**
  * Exactly what the worker's processBatch does per batch, minus the queue: a batches row, then
- * one `applyAllocations(…, { lookup: 'none', afterWrites: progress guard })` per chunk of
+ * the worker's batch lifecycle from @quest/db: createOrGetBatch (items stored), startBatch, then
+ * getBatchItems + applyBatchChunk per chunk of
  * `chunkSize` items, and the progress re-read between chunks. Batches run one after another (a
  * quest's batches share one partition, so the service cannot run them in parallel either).
  */
@@ -212,24 +222,31 @@ export async function directBatches(
     const addresses = opts.addresses.slice(b0, b0 + opts.batchSize);
     const batchId = newId('bat');
     batches++;
-    await sql`insert into batches (id, quest_id, owner_id, items_digest, total)
-              values (${batchId}, ${opts.questId}, ${opts.ownerId}, ${`bench-${++keySeq}`}, ${addresses.length})`;
-    await sql`update batches set status = 'processing', updated_at = now() where id = ${batchId} and status <> 'completed'`;
+    await createOrGetBatch(sql, {
+      id: batchId,
+      questId: opts.questId,
+      ownerId: opts.ownerId,
+      digest: `bench-${++keySeq}`,
+      addresses,
+      points: addresses.map(() => points),
+    });
+    await startBatch(sql, batchId);
     let processed = 0;
     while (processed < addresses.length) {
       const start = processed;
       const end = Math.min(start + opts.chunkSize, addresses.length);
-      const n = end - start;
-      const items: LedgerItem[] = [];
-      for (let i = start; i < end; i++) {
-        items.push({ key: `${batchId}:${i}`, questId: opts.questId, points, address: addresses[i]!, batchId, itemIndex: i });
-      }
       const s = performance.now();
       try {
-        const outcomes = await applyAllocations(sql, items, {
-          lookup: 'none',
-          afterWrites: (tx, sum) => advanceBatchProgress(tx, { batchId, start, count: n, ...sum }),
-        });
+        const stored = (await getBatchItems(sql, batchId, start, end))!;
+        const items: LedgerItem[] = stored.addresses.map((address, n) => ({
+          key: `${batchId}:${start + n}`,
+          questId: opts.questId,
+          points: stored.points[n]!,
+          address,
+          batchId,
+          itemIndex: start + n,
+        }));
+        const outcomes = await applyBatchChunk(sql, { batchId, start, items });
         tally.transactions++;
         tally.latencies.push(performance.now() - s);
         tally.outcomes(outcomes);
@@ -237,9 +254,7 @@ export async function directBatches(
         tally.error(error);
         break;
       }
-      const [row] = await sql<
-        { processed: number }[]
-      >`select status, total, processed, succeeded, failed from batches where id = ${batchId}`;
+      const row = await getBatchProgress(sql, batchId);
       processed = row?.processed ?? end;
     }
   }

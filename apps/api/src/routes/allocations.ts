@@ -52,6 +52,9 @@ const allocationView = z.object({
   status: z.enum(['pending', 'completed', 'rejected', 'failed']),
   payout: payoutSchema.optional(),
   error: errorView.optional(),
+  updated_at: z.string().meta({
+    description: 'When this allocation was last touched: decided, accepted, re-driven or given up (ISO 8601 UTC).',
+  }),
 });
 
 const batchItem = z.strictObject({ address: passAddressLowerSchema, points });
@@ -77,6 +80,7 @@ const batchView = z.object({
   succeeded: z.number().int(),
   failed: z.number().int(),
   created_at: z.string(),
+  updated_at: z.string().meta({ description: 'When the batch last made progress or was last (re-)driven (ISO 8601 UTC).' }),
   completed_at: z.string().nullable(),
   results: z.array(batchResult).optional(),
 });
@@ -102,6 +106,7 @@ function batchSummary(row: BatchRow) {
     succeeded: row.succeeded,
     failed: row.failed,
     created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
     completed_at: row.completed_at?.toISOString() ?? null,
   };
 }
@@ -168,11 +173,18 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
         case 'failed':
           throw new DomainError('ALLOCATION_FAILED');
         case 'pending': {
-          await recordPendingAllocation(sql, { questId, key, address, points });
+          await recordPendingAllocation(sql, {
+            questId,
+            key,
+            address,
+            points,
+            enqueuedAt: result.enqueuedAt,
+            jobId: result.jobId,
+          });
           return reply
             .code(202)
             .header('location', `/quests/${questId}/allocations/${key}`)
-            .send({ allocation: { id: key, status: 'pending' } });
+            .send({ allocation: { id: key, status: 'pending', updated_at: new Date(result.enqueuedAt).toISOString() } });
         }
       }
     },
@@ -206,14 +218,15 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
       await auth.authorize(request.headers['x-api-key'], questId);
       const status = await getAllocationStatus(sql, questId, allocationId);
       if (!status) throw new DomainError('ALLOCATION_NOT_FOUND');
+      const base = { id: allocationId, status: status.status, updated_at: status.updatedAt.toISOString() };
       switch (status.status) {
         case 'completed':
-          return { allocation: { id: allocationId, status: status.status, payout: status.payout } };
+          return { allocation: { ...base, payout: status.payout } };
         case 'rejected':
         case 'failed':
-          return { allocation: { id: allocationId, status: status.status, error: rejection(status.code) } };
+          return { allocation: { ...base, error: rejection(status.code) } };
         case 'pending':
-          return { allocation: { id: allocationId, status: status.status } };
+          return { allocation: base };
       }
     },
   );
@@ -259,16 +272,20 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
       const idem = request.headers['idempotency-key'];
       const batchId = idem ? idempotentRequestKey(ownerId, questId, idem, 'bat') : newId('bat');
       const digest = batchDigest(items);
-      const { row } = await createOrGetBatch(sql, { id: batchId, questId, ownerId, digest, total: items.length });
+      const { row } = await createOrGetBatch(sql, {
+        id: batchId,
+        questId,
+        ownerId,
+        digest,
+        addresses: items.map((i) => i.address),
+        points: items.map((i) => i.points),
+      });
       if (row.items_digest !== digest) throw new DomainError('IDEMPOTENCY_KEY_REUSED');
 
       let final: BatchRow | undefined = row.status === 'completed' ? row : undefined;
       if (!final) {
         // A failed batch resumes from its last committed chunk; concurrent retries share one job.
-        const run = await allocator.runBatch(
-          { batchId, questId, addresses: items.map((i) => i.address), points: items.map((i) => i.points) },
-          { waitMs: config.BATCH_WAIT_MS },
-        );
+        const run = await allocator.runBatch({ batchId, questId }, { waitMs: config.BATCH_WAIT_MS });
         if (run.status !== 'pending') final = await getBatch(sql, questId, batchId);
       }
       if (final?.status === 'completed') {

@@ -46,7 +46,7 @@ export const healthRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
       schema: {
         operationId: 'getReadiness',
         tags: ['health'],
-        summary: 'Readiness: PostgreSQL and the allocation queue answer',
+        summary: 'Readiness: PostgreSQL and the allocation queue answer; how many workers are alive',
         description: 'On 503, `details.checks` says which dependency failed.',
         security: [],
         response: {
@@ -61,7 +61,11 @@ export const healthRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
         probe('queue', () => deps.allocator.ping(), request.log),
       ]);
       const checks: ReadinessChecks = { database, queue };
-      if (database === 'ok' && queue === 'ok') return { status: 'ok' as const, checks };
+      if (database === 'ok' && queue === 'ok') {
+        const workers = await deps.allocator.liveWorkers().catch(() => 0);
+        if (workers === 0) request.log.warn('no worker is alive: allocations are queued but nothing decides them');
+        return { status: 'ok' as const, checks, workers };
+      }
       const code = database === 'ok' ? 'QUEUE_UNAVAILABLE' : 'DATABASE_UNAVAILABLE';
       const failed = Object.entries(checks)
         .filter(([, state]) => state !== 'ok')

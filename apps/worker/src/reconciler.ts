@@ -1,0 +1,174 @@
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { type AllocateJobData, allocateJob, batchJob, partitionOf } from '@quest/domain';
+import { findStrandedBatches, findStrandedRequests, type Sql, touchBatch, touchRequest } from '@quest/db';
+import {
+  assertPartitionCount,
+  consumerConnectionOptions,
+  jobOptions,
+  partitionQueueName,
+  reconcilerLastRunKey,
+  reconcilerLockKey,
+} from '@quest/queue';
+
+export interface ReconcilerOptions {
+  sql: Sql;
+  redisUrl: string;
+  prefix: string;
+  partitions: number;
+  memberId: string;
+  /** How often a run starts (on the one pool member that holds the reconciler's lease). */
+  intervalMs: number;
+  /** Work untouched for less than this is left alone (its job is presumably still on its way). */
+  minAgeMs: number;
+  /** At most this many requests and this many batches are looked at per run. */
+  limit: number;
+  retentionSeconds: number;
+  logger: { info(obj: object, msg?: string): void; warn(obj: object, msg?: string): void };
+}
+
+export interface ReconcilerRun {
+  at: string;
+  member: string;
+  requestsChecked: number;
+  requestsRedriven: number;
+  batchesChecked: number;
+  batchesRedriven: number;
+}
+
+/** BullMQ job states in which a job will still be processed. */
+const ALIVE = new Set(['waiting', 'active', 'delayed', 'prioritized', 'waiting-children']);
+
+/**
+ * PostgreSQL is the source of truth for accepted work; Redis only carries it. The reconciler finds
+ * work that PostgreSQL holds as pending but no live job carries any more — a 202'd request or a
+ * batch whose job Redis lost (data loss, a failover) or that finished without updating its row —
+ * and enqueues it again with the same keys. The ledger's exactly-once rules make a re-drive safe
+ * even if the original job is still alive somewhere. One pool member at a time runs it (a lease in
+ * Redis); every run also re-asserts the queues' topology (partition count, global concurrency 1),
+ * which a Redis that lost its data no longer has.
+ */
+export class Reconciler {
+  private readonly redis: Redis;
+  private readonly queues: Queue[];
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private stopped = false;
+  readonly totals = { requests: 0, batches: 0 };
+
+  constructor(private readonly opts: ReconcilerOptions) {
+    this.redis = new Redis(consumerConnectionOptions(opts.redisUrl));
+    this.redis.on('error', () => {});
+    this.queues = Array.from({ length: opts.partitions }, (_, p) => {
+      const q = new Queue(partitionQueueName(p), { connection: this.redis, prefix: opts.prefix });
+      q.on('error', () => {});
+      return q;
+    });
+  }
+
+  start(): void {
+    const tick = () => {
+      if (this.stopped) return;
+      this.running = this.runIfLeader()
+        .then(() => {})
+        .catch((err: unknown) => this.opts.logger.warn({ err }, 'reconciler run failed; next run retries'))
+        .finally(() => {
+          this.running = undefined;
+          if (!this.stopped) this.timer = setTimeout(tick, this.opts.intervalMs);
+        });
+    };
+    this.timer = setTimeout(tick, this.opts.intervalMs);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await Promise.race([this.running, new Promise((r) => setTimeout(r, 1000).unref())]);
+    await Promise.allSettled(this.queues.map((q) => q.close()));
+    this.redis.disconnect();
+  }
+
+  /** Take or renew the lease; run when this member holds it. */
+  async runIfLeader(): Promise<ReconcilerRun | undefined> {
+    const key = reconcilerLockKey(this.opts.prefix);
+    const ttl = this.opts.intervalMs * 3;
+    const took = await this.redis.set(key, this.opts.memberId, 'PX', ttl, 'NX');
+    if (!took) {
+      if ((await this.redis.get(key)) !== this.opts.memberId) return undefined;
+      await this.redis.pexpire(key, ttl);
+    }
+    return this.run();
+  }
+
+  async run(): Promise<ReconcilerRun> {
+    const { sql, prefix, partitions } = this.opts;
+    await assertPartitionCount(this.redis, prefix, partitions);
+    await Promise.all(this.queues.map((q) => q.setGlobalConcurrency(1)));
+    const options = jobOptions(this.opts.retentionSeconds);
+
+    // Requests answered 202 and still undecided.
+    const requests = await findStrandedRequests(sql, { olderThanMs: this.opts.minAgeMs, limit: this.opts.limit });
+    const byPartition = new Map<number, typeof requests>();
+    for (const r of requests) {
+      const p = partitionOf(r.quest_id, partitions);
+      if (r.job_id && ALIVE.has(await this.queues[p]!.getJobState(r.job_id))) {
+        await touchRequest(sql, { questId: r.quest_id, key: r.request_key, redriven: false });
+        continue;
+      }
+      const list = byPartition.get(p);
+      if (list) list.push(r);
+      else byPartition.set(p, [r]);
+    }
+    let requestsRedriven = 0;
+    for (const [p, list] of byPartition) {
+      const enqueuedAt = Date.now();
+      const data: AllocateJobData = {
+        items: list.map((r) => ({ key: r.request_key, questId: r.quest_id, points: r.points, address: r.address, enqueuedAt })),
+      };
+      const job = await this.queues[p]!.add(allocateJob.name, data, options);
+      for (const r of list) {
+        await touchRequest(sql, { questId: r.quest_id, key: r.request_key, jobId: job.id, redriven: true });
+        this.opts.logger.info(
+          { kind: 'request', questId: r.quest_id, key: r.request_key, jobId: job.id, partition: p, redrives: r.redrives + 1 },
+          're-driven',
+        );
+      }
+      requestsRedriven += list.length;
+    }
+
+    // Batches accepted and unfinished whose job is gone (a live one holds its deduplication id).
+    const batches = await findStrandedBatches(sql, { olderThanMs: this.opts.minAgeMs, limit: this.opts.limit });
+    let batchesRedriven = 0;
+    for (const b of batches) {
+      const p = partitionOf(b.quest_id, partitions);
+      const queue = this.queues[p]!;
+      const live = await queue.getDeduplicationJobId(b.id);
+      if (live && ALIVE.has(await queue.getJobState(live))) {
+        await touchBatch(sql, b.id, false);
+        continue;
+      }
+      if (live) await queue.removeDeduplicationKey(b.id);
+      const job = await queue.add(
+        batchJob.name,
+        { batchId: b.id, questId: b.quest_id },
+        { ...options, deduplication: { id: b.id } },
+      );
+      await touchBatch(sql, b.id, true);
+      this.opts.logger.info({ kind: 'batch', batchId: b.id, jobId: job.id, partition: p, redrives: b.redrives + 1 }, 're-driven');
+      batchesRedriven++;
+    }
+
+    this.totals.requests += requestsRedriven;
+    this.totals.batches += batchesRedriven;
+    const run: ReconcilerRun = {
+      at: new Date().toISOString(),
+      member: this.opts.memberId,
+      requestsChecked: requests.length,
+      requestsRedriven,
+      batchesChecked: batches.length,
+      batchesRedriven,
+    };
+    await this.redis.set(reconcilerLastRunKey(prefix), JSON.stringify(run));
+    return run;
+  }
+}
