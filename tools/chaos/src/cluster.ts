@@ -147,17 +147,16 @@ export class Cluster {
     }
   }
 
-  /** A worker process's pool member id (from its "worker started" log line). */
-  workerIdOf(p: Proc): string | undefined {
-    const line = p.proc
-      .output()
-      .split('\n')
-      .find((l) => l.includes('"worker started"'));
-    try {
-      return line ? (JSON.parse(line) as { workerId?: string }).workerId : undefined;
-    } catch {
-      return undefined;
+  /** The partitions a worker owns by its latest "partitions rebalanced" log line. */
+  ownedPartitions(p: Proc): number[] {
+    const lines = p.proc.output().split('\n');
+    for (let i = lines.length - 1; i >= 0; i--) {
+      if (!lines[i]!.includes('"partitions rebalanced"')) continue;
+      try {
+        return (JSON.parse(lines[i]!) as { partitions?: number[] }).partitions ?? [];
+      } catch {}
     }
+    return [];
   }
 
   /**
@@ -177,10 +176,10 @@ export class Cluster {
         for (let p = 0; p < partitions; p++) {
           const queue = `${prefix}:${partitionQueueName(p)}`;
           for (const id of await redis.lrange(`${queue}:active`, 0, -1)) {
-            const [data, by] = await redis.hmget(`${queue}:${id}`, 'data', 'processedBy');
+            const data = await redis.hget(`${queue}:${id}`, 'data');
             const keys = ((data ? JSON.parse(data) : {}).items ?? []).map((i: { key: string }) => i.key) as string[];
             if (!keys.some((k) => /^alc_[0-7]/.test(k))) continue;
-            const w = this.live('worker').find((x) => this.workerIdOf(x) === by);
+            const w = this.live('worker').find((x) => this.ownedPartitions(x).includes(p));
             if (w) return w;
           }
         }

@@ -29,7 +29,8 @@ export interface Scenario {
   redis: 'aof' | 'none';
   /** Run `quest-admin credit` through the fault. */
   credit: boolean;
-  inject(c: Cluster): Promise<void>;
+  /** Inject the fault; `started()` marks the moment it took effect when the fault first waits for one. */
+  inject(c: Cluster, started: () => void): Promise<void>;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -123,9 +124,10 @@ export const SCENARIOS: Scenario[] = [
     workers: 2,
     redis: 'aof',
     credit: false,
-    inject: async (c) => {
+    inject: async (c, started) => {
       const w = (await c.workerInMidJob(3_000)) ?? c.live('worker')[0]!;
       w.proc.child.kill('SIGSTOP');
+      started();
       try {
         await sleep(FREEZE_MS);
       } finally {
@@ -176,18 +178,19 @@ export interface ScenarioResult {
 }
 
 /**
- * Recovery: from the injection until (a) a request sent after the injection was answered completed again,
- * and (b) every request that was in flight or sent before then reached its outcome.
+ * Recovery: from the injection until every request sent before the fault ended (in flight when it
+ * hit, or sent while it lasted) is decided, and a request sent after it ended was completed again.
+ * Undefined ("never") when one of them was never decided.
  */
-function recovery(ops: Op[], injectedAt: number): number | undefined {
+function recovery(ops: Op[], injectedAt: number, faultEnd: number): number | undefined {
   let okAgain: number | undefined;
   for (const op of ops)
-    if (op.firstSentAt >= injectedAt && op.outcome === 'completed' && (okAgain === undefined || op.ackAt! < okAgain))
+    if (op.firstSentAt >= faultEnd && op.outcome === 'completed' && (okAgain === undefined || op.ackAt! < okAgain))
       okAgain = op.ackAt;
   if (okAgain === undefined) return undefined;
   let end = okAgain;
   for (const op of ops) {
-    if (op.firstSentAt > okAgain || op.outcome === 'abandoned') continue;
+    if (op.firstSentAt > faultEnd || op.outcome === 'abandoned') continue;
     if (op.ackAt === undefined) return undefined; // never decided
     if (op.ackAt > end) end = op.ackAt;
   }
@@ -252,10 +255,13 @@ export async function runScenario(
         CREDIT_BOUND_MS,
       );
     }
-    const injectedAt = Date.now();
+    let injectedAt = Date.now();
     log(`[${s.name}] injecting: ${s.fault}`);
-    await s.inject(cluster);
-    log(`[${s.name}] injected in ${Date.now() - injectedAt} ms; load continues`);
+    await s.inject(cluster, () => {
+      injectedAt = Date.now();
+    });
+    const faultEnd = Date.now();
+    log(`[${s.name}] injected in ${faultEnd - injectedAt} ms; load continues`);
     await sleep(profile.afterMs);
     deadline = Date.now() + RESOLVE_BOUND_MS;
     await load.finish();
@@ -293,7 +299,7 @@ export async function runScenario(
       name: s.name,
       fault: s.fault,
       ...counts,
-      recoveryMs: recovery(load.ops, injectedAt),
+      recoveryMs: recovery(load.ops, injectedAt, faultEnd),
       credit: creditNote,
       violations,
     };
