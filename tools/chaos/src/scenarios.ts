@@ -185,8 +185,7 @@ export interface ScenarioResult {
 function recovery(ops: Op[], injectedAt: number, faultEnd: number): number | undefined {
   let okAgain: number | undefined;
   for (const op of ops)
-    if (op.firstSentAt >= faultEnd && op.outcome === 'completed' && (okAgain === undefined || op.ackAt! < okAgain))
-      okAgain = op.ackAt;
+    if (op.outcome === 'completed' && op.ackAt! >= faultEnd && (okAgain === undefined || op.ackAt! < okAgain)) okAgain = op.ackAt;
   if (okAgain === undefined) return undefined;
   let end = okAgain;
   for (const op of ops) {
