@@ -107,10 +107,18 @@ async function checkStatusRoutes(cluster: Cluster, ops: Op[]): Promise<string[]>
   const worker = async () => {
     while (i < singles.length) {
       const op = singles[i++]!;
-      const res = await fetch(`${cluster.baseUrl}/quests/${op.questId}/allocations/${op.requestKey}`, {
-        headers: { 'x-api-key': cluster.owner.apiKey },
-        signal: AbortSignal.timeout(10_000),
-      }).catch(() => undefined);
+      // Read as a client does: a 5xx or a dropped connection (e.g. a pooled connection PostgreSQL's
+      // restart closed) is retried, a few times; only an answer counts.
+      let res: Response | undefined;
+      for (let attempt = 1; attempt <= 5; attempt++) {
+        res = await fetch(`${cluster.baseUrl}/quests/${op.questId}/allocations/${op.requestKey}`, {
+          headers: { 'x-api-key': cluster.owner.apiKey },
+          signal: AbortSignal.timeout(10_000),
+        }).catch(() => undefined);
+        if (res && res.status < 500) break;
+        await res?.text().catch(() => {});
+        await new Promise((r) => setTimeout(r, 200 * attempt));
+      }
       const body = res?.ok ? ((await res.json()) as { allocation: { status: string; payout?: { id: string } } }) : undefined;
       const got = body?.allocation.status ?? `HTTP ${res?.status ?? 'error'}`;
       if (op.outcome === 'completed' && (got !== 'completed' || !op.payoutIds.has(body!.allocation.payout!.id)))
