@@ -5,7 +5,7 @@ import { REPO_ROOT } from '@quest/testing/processes';
 import { FULL_LOAD, formatTable, runScenario, SCENARIOS, type ScenarioResult, SMALL_LOAD } from './scenarios.ts';
 
 /**
- * `npm run chaos [-- --only a,b] [--small] [--no-readme]`: every fault scenario in turn, each on
+ * `npm run chaos [-- --only a,b] [--small] [--no-readme] [--dump DIR]`: every fault scenario in turn, each on
  * its own private PostgreSQL and Redis; prints the table and writes it into README.md's "Fault
  * suite" section. Exits 1 when any invariant was violated.
  */
@@ -14,7 +14,7 @@ const { values } = parseArgs({
     only: { type: 'string' },
     small: { type: 'boolean', default: false },
     'no-readme': { type: 'boolean', default: false },
-    details: { type: 'boolean', default: true },
+    dump: { type: 'string' },
   },
 });
 const only = values.only?.split(',');
@@ -27,7 +27,7 @@ if (scenarios.length === 0) {
 const results: ScenarioResult[] = [];
 for (const s of scenarios) {
   try {
-    results.push(await runScenario(s, values.small ? SMALL_LOAD : FULL_LOAD));
+    results.push(await runScenario(s, values.small ? SMALL_LOAD : FULL_LOAD, undefined, values.dump));
   } catch (err) {
     results.push({
       name: s.name,
@@ -57,7 +57,7 @@ if (!values['no-readme'] && !only) {
   const i = text.indexOf(start);
   const j = text.indexOf(end);
   if (i >= 0 && j > i) {
-    const stamp = `Latest \`npm run chaos\` (${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ${FULL_LOAD.clients} clients):`;
+    const stamp = `Latest \`npm run chaos\` (${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ${FULL_LOAD.clients} clients; the 4xx are the intended rejections: 1 request in 23 credits an address with no account):`;
     writeFileSync(readme, `${text.slice(0, i + start.length)}\n${stamp}\n\n${table}\n${text.slice(j)}`);
     console.error('README.md: Fault suite table updated');
   }

@@ -200,6 +200,8 @@ export async function runScenario(
   s: Scenario,
   profile: LoadProfile,
   log = (m: string) => console.error(m),
+  /** Write every request's record (attempts, answers, times) to `<dumpDir>/chaos-<scenario>.json`. */
+  dumpDir?: string,
 ): Promise<ScenarioResult> {
   const started = Date.now();
   const cluster = await Cluster.start({ workers: s.workers, redisPersistence: s.redis });
@@ -286,9 +288,9 @@ export async function runScenario(
     violations.push(...cluster.crashes().map((c) => `crash: ${c}`));
     violations.push(...(await checkInvariants(cluster, load.ops, RESOLVE_BOUND_MS)));
     const counts = answerCounts(load.ops);
-    if (process.env.CHAOS_DEBUG)
+    if (dumpDir)
       writeFileSync(
-        join(tmpdir(), `chaos-${s.name}.json`),
+        join(dumpDir, `chaos-${s.name}.json`),
         JSON.stringify({
           injectedAt,
           ops: load.ops.map((o) => ({ ...o, payoutIds: [...o.payoutIds], itemPayouts: undefined, itemRejected: undefined })),
