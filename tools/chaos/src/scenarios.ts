@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Cluster } from './cluster.ts';
 import { checkInvariants } from './invariants.ts';
+import { onExitCleanup } from './servers.ts';
 import { answerCounts, Load, type Op } from './load.ts';
 
 /**
@@ -206,6 +207,7 @@ export async function runScenario(
   const started = Date.now();
   const cluster = await Cluster.start({ workers: s.workers, redisPersistence: s.redis });
   const dir = mkdtempSync(join(tmpdir(), 'quest-chaos-credit-'));
+  const unregister = onExitCleanup(() => rmSync(dir, { recursive: true, force: true }));
   try {
     log(`[${s.name}] service up in ${Date.now() - started} ms`);
     let deadline = Number.POSITIVE_INFINITY;
@@ -307,6 +309,7 @@ export async function runScenario(
   } finally {
     await cluster.stop();
     rmSync(dir, { recursive: true, force: true });
+    unregister();
     log(`[${s.name}] done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   }
 }
