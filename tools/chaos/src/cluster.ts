@@ -22,6 +22,8 @@ export interface Proc {
 
 export interface ClusterOptions {
   workers: number;
+  /** Extra environment of the first worker process. */
+  firstWorkerEnv?: Record<string, string>;
   redisPersistence: 'aof' | 'none';
   env?: Record<string, string>;
 }
@@ -71,7 +73,7 @@ export class Cluster {
       c.accounts = await createAccounts(c.sql, 50);
       c.apiPort = await freePort();
       await c.startApi();
-      for (let i = 0; i < opts.workers; i++) await c.startWorker();
+      for (let i = 0; i < opts.workers; i++) await c.startWorker(i === 0 ? opts.firstWorkerEnv : {});
       await c.waitForPool();
       return c;
     } catch (err) {
@@ -100,8 +102,8 @@ export class Cluster {
     return this.track('api', proc);
   }
 
-  async startWorker(): Promise<Proc> {
-    const proc = await startProcess('apps/worker/src/main.ts', this.env, '"worker started"', 60_000);
+  async startWorker(extra: Record<string, string> = {}): Promise<Proc> {
+    const proc = await startProcess('apps/worker/src/main.ts', { ...this.env, ...extra }, '"worker started"', 60_000);
     return this.track(`worker${this.procs.filter((p) => p.name.startsWith('worker')).length + 1}`, proc);
   }
 
@@ -137,7 +139,9 @@ export class Cluster {
         try {
           const now = Number((await redis.time())[0]) * 1000;
           const members = await redis.zcount(membersKey(this.env.QUEUE_PREFIX!), now, '+inf');
-          if (members === this.live('worker').length) return true;
+          const live = this.live('worker');
+          // Settled: Redis lists every live worker, and each has rebalanced for that many members.
+          if (members === live.length && live.every((w) => this.lastRebalance(w)?.members === members)) return true;
         } catch {}
         await new Promise((r) => setTimeout(r, 100));
       }
@@ -149,14 +153,18 @@ export class Cluster {
 
   /** The partitions a worker owns by its latest "partitions rebalanced" log line. */
   ownedPartitions(p: Proc): number[] {
+    return this.lastRebalance(p)?.partitions ?? [];
+  }
+
+  private lastRebalance(p: Proc): { partitions?: number[]; members?: number } | undefined {
     const lines = p.proc.output().split('\n');
     for (let i = lines.length - 1; i >= 0; i--) {
       if (!lines[i]!.includes('"partitions rebalanced"')) continue;
       try {
-        return (JSON.parse(lines[i]!) as { partitions?: number[] }).partitions ?? [];
+        return JSON.parse(lines[i]!) as { partitions?: number[]; members?: number };
       } catch {}
     }
-    return [];
+    return undefined;
   }
 
   /**

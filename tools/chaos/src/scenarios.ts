@@ -28,6 +28,9 @@ export interface Scenario {
   fault: string;
   workers: number;
   redis: 'aof' | 'none';
+  firstWorkerEnv?: Record<string, string>;
+  /** The quests the clients load (default: all of the cluster's). */
+  loadQuests?(c: Cluster): number[];
   /** Run `quest-admin credit` through the fault. */
   credit: boolean;
   /** Inject the fault; `started()` marks the moment it took effect when the fault first waits for one. */
@@ -137,6 +140,21 @@ export const SCENARIOS: Scenario[] = [
     },
   },
   {
+    name: 'worker-zombie',
+    fault: 'a worker `SIGSTOP`ped with a keyless job in hand before its transaction, `SIGCONT` after another worker decided it',
+    workers: 2,
+    redis: 'aof',
+    credit: false,
+    // One connection: a job of the worker's second partition waits for it, in hand but not yet looked up.
+    firstWorkerEnv: { DATABASE_POOL_MAX: '1' },
+    // The clients load the other worker's partitions, so the frozen worker holds exactly the jobs set up.
+    loadQuests: (c) => {
+      const owned = c.ownedPartitions(c.live('worker')[0]!);
+      return c.questIds.filter((q) => !owned.includes(q % Number(c.env.QUEUE_PARTITIONS)));
+    },
+    inject: zombie,
+  },
+  {
     name: 'api-sigkill',
     fault: 'the API `SIGKILL`, restarted on its port',
     workers: 2,
@@ -151,6 +169,68 @@ export const SCENARIOS: Scenario[] = [
     },
   },
 ];
+
+/**
+ * The zombie of issue 10, made deterministic: the checker holds quest A's row lock, so the first
+ * worker's only connection waits in A's transaction, and a keyless request to quest B (also its
+ * partition) is taken as a job but waits for that connection. The worker is frozen there, the lock
+ * released; the pool moves its partitions and the other worker decides B; then it resumes and runs
+ * B's job as a first delivery. B must stay completed, never stored or reported failed.
+ */
+async function zombie(c: Cluster, started: () => void): Promise<void> {
+  const partitions = Number(c.env.QUEUE_PARTITIONS);
+  const w = c.live('worker')[0]!;
+  const owned = c.ownedPartitions(w);
+  const [qa, qb] = c.questIds.filter((q) => owned.includes(q % partitions));
+  if (qa === undefined || qb === undefined) throw new Error(`worker owns partitions ${owned}: need two of the quests'`);
+  const post = (quest: number) =>
+    fetch(`${c.baseUrl}/quests/${quest}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': c.owner.apiKey },
+      body: JSON.stringify({ points: 1, address: c.accounts[0] }),
+      signal: AbortSignal.timeout(30_000),
+    }).then(async (r) => ({ status: r.status, body: (await r.json()) as { allocation?: { id: string } } }));
+  let bKey: string | undefined;
+  await c.sql.begin(async (tx) => {
+    await tx`select 1 from quests where id = ${qa} for update`;
+    void post(qa).catch(() => {});
+    // Wait (bounded) until the worker's connection is blocked on A's lock, then send B.
+    await waitUntil(
+      async () => (await c.sql`select 1 from pg_locks where not granted and locktype in ('transactionid', 'tuple')`).length > 0,
+      10_000,
+    );
+    const b = post(qb);
+    const queue = `${c.env.QUEUE_PREFIX}:alloc-p${String(qb % partitions).padStart(2, '0')}`;
+    const redis = new (await import('ioredis')).Redis(c.redis.url, { maxRetriesPerRequest: 1 });
+    try {
+      await waitUntil(async () => (await redis.llen(`${queue}:active`)) > 0, 10_000);
+    } finally {
+      redis.disconnect();
+    }
+    w.proc.child.kill('SIGSTOP');
+    started();
+    const res = await b; // 202 after ALLOCATION_WAIT_MS: the pending marker is written
+    bKey = res.body.allocation?.id;
+  });
+  try {
+    if (!bKey) throw new Error('the zombie request was not answered 202');
+    const key = bKey;
+    await waitUntil(
+      async () => (await c.sql`select 1 from payouts where quest_id = ${qb} and request_key = ${key}`).length > 0,
+      30_000,
+    );
+  } finally {
+    w.proc.child.kill('SIGCONT');
+  }
+}
+
+async function waitUntil(cond: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await cond())) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await sleep(20);
+  }
+}
 
 export interface LoadProfile {
   clients: number;
@@ -205,7 +285,7 @@ export async function runScenario(
   dumpDir?: string,
 ): Promise<ScenarioResult> {
   const started = Date.now();
-  const cluster = await Cluster.start({ workers: s.workers, redisPersistence: s.redis });
+  const cluster = await Cluster.start({ workers: s.workers, redisPersistence: s.redis, firstWorkerEnv: s.firstWorkerEnv });
   const dir = mkdtempSync(join(tmpdir(), 'quest-chaos-credit-'));
   const unregister = onExitCleanup(() => rmSync(dir, { recursive: true, force: true }));
   try {
@@ -216,7 +296,7 @@ export async function runScenario(
         baseUrl: () => cluster.baseUrl,
         apiKey: cluster.owner.apiKey,
         ownerId: cluster.owner.id,
-        questIds: cluster.questIds,
+        questIds: s.loadQuests?.(cluster) ?? cluster.questIds,
         accounts: cluster.accounts,
       },
       {
