@@ -8,7 +8,7 @@ import { CREDIT_BOUND_MS, HEALTH_BOUND_MS, RESOLVE_BOUND_MS, runScenario, SCENAR
  * (RESOLVE_BOUND_MS, CREDIT_BOUND_MS, HEALTH_BOUND_MS); the test timeout only covers those bounds
  * plus start-up, so a broken service fails with its violations listed instead of hanging.
  */
-const FAST = ['pg-restart-fast', 'redis-flushall', 'worker-sigkill'];
+const FAST = ['pg-restart-fast', 'redis-flushall', 'worker-zombie'];
 const TIMEOUT = 60_000 + RESOLVE_BOUND_MS + Math.max(CREDIT_BOUND_MS, HEALTH_BOUND_MS);
 
 describe('fault suite (fast subset)', () => {
