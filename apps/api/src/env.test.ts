@@ -24,6 +24,7 @@ describe('loadApiConfig', () => {
       FLAGS_REFRESH_MS: 1000,
       AUTH_CACHE_TTL_MS: 30_000,
       TRUST_PROXY: false,
+      DB_STATEMENT_TIMEOUT_MS: 10_000,
     });
   });
 
