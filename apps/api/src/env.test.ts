@@ -23,6 +23,7 @@ describe('loadApiConfig', () => {
       BATCH_BODY_LIMIT_BYTES: 4_194_304,
       FLAGS_REFRESH_MS: 1000,
       AUTH_CACHE_TTL_MS: 30_000,
+      METRICS_SAMPLE_MS: 5000,
       TRUST_PROXY: false,
     });
   });

@@ -33,6 +33,8 @@ export const apiEnvSchema = z.object({
    * notifications are lost.
    */
   AUTH_CACHE_TTL_MS: intVar(30_000, 0, 3_600_000),
+  /** How often the queue-depth and database-session gauges of GET /metrics are sampled (0: never). */
+  METRICS_SAMPLE_MS: intVar(5000, 0, 3_600_000),
   /** Trust X-Forwarded-* headers (only behind a proxy that sets them). */
   TRUST_PROXY: boolVar(false),
 });

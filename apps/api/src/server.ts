@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { ConfigError } from '@quest/config';
 import { createSql } from '@quest/db';
 import { migrate } from '@quest/db/migrate';
@@ -22,7 +23,10 @@ const logger = createLogger(config.LOG_LEVEL);
 process.on('unhandledRejection', (err) => logger.error({ err }, 'unhandled rejection'));
 try {
   await migrate(config.DATABASE_URL);
-  const sql = createSql(config.DATABASE_URL, { max: config.DATABASE_POOL_MAX, applicationName: 'quest-api' });
+  const sql = createSql(config.DATABASE_URL, {
+    max: config.DATABASE_POOL_MAX,
+    applicationName: `quest-api ${hostname()}-${process.pid}`,
+  });
   const flags = await FeatureFlagCache.start(sql, { refreshMs: config.FLAGS_REFRESH_MS, logger });
   const auth = await QuestAuthorizer.start(sql, { ttlMs: config.AUTH_CACHE_TTL_MS, logger });
   const allocator = await createAllocator({
