@@ -11,6 +11,7 @@ import {
 import { handleError, handleNotFound, sendError, mapError } from './errors.ts';
 import { createLogger } from './logger.ts';
 import { metricsPlugin } from './metrics.ts';
+import { queueConsole } from './queue-console.ts';
 import { requestIdFor } from './request-id.ts';
 import { allocationRoutes } from './routes/allocations.ts';
 import { getCampaignRoute } from './routes/get-campaign.ts';
@@ -132,6 +133,15 @@ export async function buildApp(config: ApiConfig, given: ApiDeps): Promise<Fasti
     dbPoolMax: config.DATABASE_POOL_MAX,
     sampleMs: config.METRICS_SAMPLE_MS,
   });
+  if (config.ADMIN_TOKEN) {
+    await app.register(queueConsole, {
+      token: config.ADMIN_TOKEN,
+      redisUrl: config.REDIS_URL,
+      queuePrefix: config.QUEUE_PREFIX,
+      partitions: config.QUEUE_PARTITIONS,
+      allowActions: config.ADMIN_QUEUE_ACTIONS,
+    });
+  }
   await app.register(healthRoutes, { deps });
   await app.register(getQuestsRoute, { deps });
   await app.register(getQuestRoute, { deps });

@@ -24,6 +24,7 @@ describe('loadApiConfig', () => {
       FLAGS_REFRESH_MS: 1000,
       AUTH_CACHE_TTL_MS: 30_000,
       METRICS_SAMPLE_MS: 5000,
+      ADMIN_QUEUE_ACTIONS: false,
       TRUST_PROXY: false,
     });
   });
