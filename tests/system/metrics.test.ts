@@ -76,13 +76,30 @@ describe('GET /metrics', () => {
     const worker = () => scrape(`http://127.0.0.1:${metricsPort}/metrics`);
 
     // Decided now (retried while a loaded machine answers 202 instead).
+    let decidedRequestId = '';
     await vi.waitFor(
       async () => {
         const ok = await post(system, `/quests/${questId}`, { points: 1, address: accounts[2] }, headers);
         expect(ok.status).toBe(200);
+        decidedRequestId = ok.headers.get('x-request-id')!;
       },
       { timeout: 30_000, interval: 100 },
     );
+    // Connected logs: one grep of the request id finds the API's request line and the worker's decision.
+    const grep = (output: string) => output.split('\n').filter((l) => l.includes(decidedRequestId));
+    await vi.waitFor(() => {
+      expect(grep(system.api.output()).map((l) => JSON.parse(l).msg)).toContain('request completed');
+      const decision = grep(system.workers[0]!.output()).map((l) => JSON.parse(l));
+      expect(decision).toHaveLength(1);
+      expect(decision[0]).toMatchObject({
+        msg: 'allocations decided',
+        jobId: expect.any(String),
+        partition: expect.any(Number),
+        durationMs: expect.any(Number),
+        outcomes: { completed: expect.any(Number) },
+      });
+      expect(decision[0].requestIds).toContain(decidedRequestId);
+    });
     await vi.waitFor(
       async () => {
         const no = await post(system, `/quests/${questId}`, { points: 1_000_000, address: accounts[3] }, headers);

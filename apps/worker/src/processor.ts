@@ -167,16 +167,17 @@ export async function processAllocate(deps: ProcessorDeps, job: Job): Promise<Al
  * chunk ended: no item is lost or applied twice.
  */
 export async function processBatch(deps: ProcessorDeps, job: Job): Promise<BatchJobResult> {
+  const startedAt = Date.now();
   const { batchId } = batchJob.data.parse(job.data);
   const { sql } = deps;
-  const summary = (row: BatchRow, status: 'completed' | 'failed'): BatchJobResult => ({
-    batchId,
-    status,
-    total: row.total,
-    succeeded: row.succeeded,
-    failed: row.failed,
-    worker: deps.workerId,
-  });
+  const summary = (row: BatchRow, status: 'completed' | 'failed'): BatchJobResult => {
+    const result = { batchId, status, total: row.total, succeeded: row.succeeded, failed: row.failed, worker: deps.workerId };
+    deps.logger.info?.(
+      { jobId: job.id, partition: partitionOfJob(job), batchId, status, total: row.total, durationMs: Date.now() - startedAt },
+      'batch decided',
+    );
+    return result;
+  };
   const load = () =>
     withRetry(deps, { batchId }, async () => {
       const row = await getBatchProgress(sql, batchId);
