@@ -1,8 +1,9 @@
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { describe, expect, vi } from 'vitest';
 import { Redis } from 'ioredis';
 import { deleteKeysWithPrefix } from '@quest/queue';
-import { parseMetrics, post, systemTest } from '@quest/testing';
+import { parseMetrics, post, REPO_ROOT, systemTest } from '@quest/testing';
 
 // No worker at first and a short wait: the first requests are answered 202 and stay queued.
 const test = systemTest({
@@ -24,6 +25,30 @@ async function freePort(): Promise<number> {
   const { port } = server.address() as { port: number };
   await new Promise((resolve) => server.close(resolve));
   return port;
+}
+
+/**
+ * Every PromQL expression the shipped dashboard and alert rules query. The alert file is read
+ * line by line (`expr:` keys hold one-line expressions), so no YAML parser is needed.
+ */
+function shippedQueries(): string[] {
+  const dashboard = JSON.parse(readFileSync(`${REPO_ROOT}ops/grafana/dashboards/quest-rewards.json`, 'utf8'));
+  const fromDashboard = dashboard.panels.flatMap((p: { targets: { expr: string }[] }) => p.targets.map((t) => t.expr));
+  const alerts = readFileSync(`${REPO_ROOT}ops/prometheus/alerts.yml`, 'utf8');
+  const fromAlerts = [...alerts.matchAll(/^\s*expr:\s*(.+)$/gm)].map((m) => m[1]!);
+  return [...fromDashboard, ...fromAlerts];
+}
+
+/** Metric names in a PromQL expression: identifiers that are not functions, keywords or label names. */
+function metricNames(expr: string): string[] {
+  const withoutStrings = expr
+    .replace(/"[^"]*"/g, '""')
+    .replace(/\{[^}]*\}/g, '{}')
+    .replace(/\[[^\]]*\]/g, '[]');
+  const withoutGrouping = withoutStrings.replace(/\b(by|without)\s*\([^)]*\)/g, '');
+  return [...withoutGrouping.matchAll(/\b([a-zA-Z_:][\w:]*)\b(?!\s*\()/g)]
+    .map((m) => m[1]!)
+    .filter((name) => /_/.test(name) && !/^\$__/.test(name));
 }
 
 const scrape = async (url: string) => {
@@ -150,6 +175,15 @@ describe('GET /metrics', () => {
       },
       { timeout: 20_000, interval: 100 },
     );
+    // Every metric the dashboard and the alert rules query exists in the API's or a worker's output.
+    const [a, w] = [await api(), await worker()];
+    const exposed = new Set([...a.families, ...w.families, ...[...a.samples, ...w.samples].map((s) => s.name)]);
+    const queries = shippedQueries();
+    expect(queries.length).toBeGreaterThan(10);
+    const queried = new Set(queries.flatMap(metricNames));
+    expect([...queried].filter((name) => name.startsWith('quest_')).length).toBeGreaterThan(10);
+    expect([...queried].filter((name) => !exposed.has(name))).toEqual([]);
+
     // Any other path of the worker's metrics port is not found.
     expect((await fetch(`http://127.0.0.1:${metricsPort}/`)).status).toBe(404);
   });
