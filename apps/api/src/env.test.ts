@@ -52,4 +52,10 @@ describe('loadApiConfig', () => {
     for (const name of ['PORT', 'DATABASE_URL', 'FLAGS_REFRESH_MS', 'TRUST_PROXY']) expect(message).toContain(name);
     expect(message).toContain('"abc"');
   });
+
+  it('reads an empty ADMIN_TOKEN as no console, and refuses a short one', () => {
+    expect(loadApiConfig({ ADMIN_TOKEN: '' }).ADMIN_TOKEN).toBeUndefined();
+    expect(loadApiConfig({ ADMIN_TOKEN: 'operator-token-0123456789' }).ADMIN_TOKEN).toBe('operator-token-0123456789');
+    expect(() => loadApiConfig({ ADMIN_TOKEN: 'short' })).toThrow(/ADMIN_TOKEN/);
+  });
 });
