@@ -17,7 +17,7 @@ export interface CommandOutput {
   exitCode?: number;
 }
 
-export const CLI_ERROR_CODES = ['FILE_NOT_READABLE', 'INVALID_CSV'] as const;
+export const CLI_ERROR_CODES = ['FILE_NOT_READABLE', 'INVALID_CSV', 'REDIS_UNAVAILABLE'] as const;
 export type CliErrorCode = (typeof CLI_ERROR_CODES)[number];
 
 /** An expected failure of the CLI itself (unreadable input file, malformed CSV). */

@@ -1,8 +1,10 @@
-import { databaseEnv, parseEnv, z } from '@quest/config';
+import { databaseEnv, parseEnv, queueEnv, z } from '@quest/config';
 
 /** Everything the admin CLI reads from its environment, parsed once at start-up. */
 export const adminEnvSchema = z.object({
   DATABASE_URL: databaseEnv.DATABASE_URL,
+  /** Redis, queue prefix and partition count of the pool that `status` describes. */
+  ...queueEnv,
   /** Where the API listens: the target of `credit` and of the demo's curl commands. */
   API_BASE_URL: z
     .string()

@@ -18,6 +18,7 @@ import { demo } from './commands/demo.ts';
 import { featuresSet, featuresShow } from './commands/features.ts';
 import { keyCreate, keyRevoke, ownerCreate } from './commands/owners.ts';
 import { campaignCreate, questAction, questCreate } from './commands/quests.ts';
+import { statusCommand } from './commands/status.ts';
 import type { CommandOutput, Context } from './context.ts';
 
 /** Report a bad combination of arguments the way commander reports a bad single one. */
@@ -49,7 +50,7 @@ export function buildProgram(ctx: Context, emit: (output: CommandOutput) => void
     })
     .addHelpText(
       'after',
-      "\nEnvironment:\n  DATABASE_URL   PostgreSQL URL (default postgres://postgres@127.0.0.1:5432/quest_rewards)\n  API_BASE_URL   API address for credit and the demo's curl commands (default http://127.0.0.1:3000)\n\nThe schema is migrated automatically before any command that uses the database.",
+      "\nEnvironment:\n  DATABASE_URL   PostgreSQL URL (default postgres://postgres@127.0.0.1:5432/quest_rewards)\n  API_BASE_URL   API address for credit and the demo's curl commands (default http://127.0.0.1:3000)\n  REDIS_URL, QUEUE_PREFIX, QUEUE_PARTITIONS   the queue that status reads (defaults redis://127.0.0.1:6379, quest, 16)\n\nThe schema is migrated automatically before any command that uses the database.",
     );
   const run = (fn: () => Promise<CommandOutput>) => fn().then(emit);
 
@@ -161,6 +162,13 @@ export function buildProgram(ctx: Context, emit: (output: CommandOutput) => void
     .action(() => run(() => demo(ctx)));
 
   registerCreditCommand(program, ctx, run);
+
+  program
+    .command('status')
+    .description(
+      'The worker pool and its work: live members and the partitions each owns, per-partition waiting/active jobs and oldest wait, pending 202s and unfinished batches in PostgreSQL, the last reconciler run',
+    )
+    .action(() => run(() => statusCommand(ctx)));
 
   return program;
 }

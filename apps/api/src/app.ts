@@ -10,6 +10,8 @@ import {
 } from 'fastify-type-provider-zod';
 import { handleError, handleNotFound, sendError, mapError } from './errors.ts';
 import { createLogger } from './logger.ts';
+import { metricsPlugin } from './metrics.ts';
+import { queueConsole } from './queue-console.ts';
 import { requestIdFor } from './request-id.ts';
 import { allocationRoutes } from './routes/allocations.ts';
 import { getCampaignRoute } from './routes/get-campaign.ts';
@@ -123,6 +125,23 @@ export async function buildApp(config: ApiConfig, given: ApiDeps): Promise<Fasti
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
+  await app.register(metricsPlugin, {
+    sql: deps.sql,
+    redisUrl: config.REDIS_URL,
+    prefix: config.QUEUE_PREFIX,
+    partitions: config.QUEUE_PARTITIONS,
+    dbPoolMax: config.DATABASE_POOL_MAX,
+    sampleMs: config.METRICS_SAMPLE_MS,
+  });
+  if (config.ADMIN_TOKEN) {
+    await app.register(queueConsole, {
+      token: config.ADMIN_TOKEN,
+      redisUrl: config.REDIS_URL,
+      queuePrefix: config.QUEUE_PREFIX,
+      partitions: config.QUEUE_PARTITIONS,
+      allowActions: config.ADMIN_QUEUE_ACTIONS,
+    });
+  }
   await app.register(healthRoutes, { deps });
   await app.register(getQuestsRoute, { deps });
   await app.register(getQuestRoute, { deps });

@@ -23,6 +23,8 @@ describe('loadApiConfig', () => {
       BATCH_BODY_LIMIT_BYTES: 4_194_304,
       FLAGS_REFRESH_MS: 1000,
       AUTH_CACHE_TTL_MS: 30_000,
+      METRICS_SAMPLE_MS: 5000,
+      ADMIN_QUEUE_ACTIONS: false,
       TRUST_PROXY: false,
       DB_STATEMENT_TIMEOUT_MS: 10_000,
     });
@@ -50,5 +52,11 @@ describe('loadApiConfig', () => {
     const message = (error as Error).message;
     for (const name of ['PORT', 'DATABASE_URL', 'FLAGS_REFRESH_MS', 'TRUST_PROXY']) expect(message).toContain(name);
     expect(message).toContain('"abc"');
+  });
+
+  it('reads an empty ADMIN_TOKEN as no console, and refuses a short one', () => {
+    expect(loadApiConfig({ ADMIN_TOKEN: '' }).ADMIN_TOKEN).toBeUndefined();
+    expect(loadApiConfig({ ADMIN_TOKEN: 'operator-token-0123456789' }).ADMIN_TOKEN).toBe('operator-token-0123456789');
+    expect(() => loadApiConfig({ ADMIN_TOKEN: 'short' })).toThrow(/ADMIN_TOKEN/);
   });
 });

@@ -33,6 +33,12 @@ export const apiEnvSchema = z.object({
    * notifications are lost.
    */
   AUTH_CACHE_TTL_MS: intVar(30_000, 0, 3_600_000),
+  /** How often the queue-depth and database-session gauges of GET /metrics are sampled (0: never). */
+  METRICS_SAMPLE_MS: intVar(5000, 0, 3_600_000),
+  /** Operator token of the queue console at /admin/queues (unset: no console). */
+  ADMIN_TOKEN: z.preprocess((v) => (v === '' ? undefined : v), z.string().min(16, 'at least 16 characters').optional()),
+  /** Let the queue console retry, promote, clean and remove jobs (read-only otherwise). */
+  ADMIN_QUEUE_ACTIONS: boolVar(false),
   /** Trust X-Forwarded-* headers (only behind a proxy that sets them). */
   TRUST_PROXY: boolVar(false),
   /** PostgreSQL cancels an API query running longer than this (0: no limit); answered 503. */

@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { ConfigError } from '@quest/config';
 import { createSql } from '@quest/db';
 import { migrate } from '@quest/db/migrate';
@@ -24,7 +25,7 @@ try {
   await migrate(config.DATABASE_URL);
   const sql = createSql(config.DATABASE_URL, {
     max: config.DATABASE_POOL_MAX,
-    applicationName: 'quest-api',
+    applicationName: `quest-api ${hostname()}-${process.pid}`,
     statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
   });
   const flags = await FeatureFlagCache.start(sql, { refreshMs: config.FLAGS_REFRESH_MS, logger });

@@ -66,6 +66,8 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
     DATABASE_URL: db.url,
     LOG_LEVEL: opts.logs ? 'info' : 'silent',
     FLAGS_REFRESH_MS: '100',
+    // No metrics sampler in-process (it would read the default queue prefix); system tests run it.
+    METRICS_SAMPLE_MS: '0',
     ...opts.env,
   });
   const logger = createLogger(config.LOG_LEVEL, opts.logs);

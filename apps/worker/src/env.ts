@@ -22,6 +22,11 @@ const schema = z.object({
   JOB_RETENTION_SECONDS: intVar(60, 1, 86_400),
   BATCH_CHUNK_SIZE: intVar(5000, 1, 50_000),
   SHUTDOWN_TIMEOUT_MS: intVar(10_000, 1000, 600_000),
+  /** Port of the worker's Prometheus endpoint, GET /metrics (0: no endpoint). */
+  METRICS_PORT: intVar(0, 0, 65_535),
+  METRICS_HOST: z.string().min(1).default('127.0.0.1'),
+  /** How often the database-session gauge is sampled (0: never). */
+  METRICS_SAMPLE_MS: intVar(5000, 0, 3_600_000),
 });
 
 export type WorkerConfig = z.output<typeof schema> & { WORKER_ID: string };

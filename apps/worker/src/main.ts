@@ -4,6 +4,7 @@ import { createSql } from '@quest/db';
 import { DatabaseConfigurationError, migrate, waitForDatabase } from '@quest/db/migrate';
 import { PartitionPool } from '@quest/queue';
 import { loadWorkerConfig } from './env.ts';
+import { observePool, sampleDbPool, serveMetrics } from './metrics.ts';
 import { createProcessor } from './processor.ts';
 import { Reconciler } from './reconciler.ts';
 
@@ -62,6 +63,14 @@ const pool = new PartitionPool({
   }),
 });
 await pool.start();
+observePool(pool, config.WORKER_ID);
+const metricsServer = config.METRICS_PORT ? await serveMetrics(config.METRICS_HOST, config.METRICS_PORT) : undefined;
+if (metricsServer) logger.info({ port: config.METRICS_PORT, host: config.METRICS_HOST }, 'metrics listening');
+const dbSampler =
+  config.METRICS_PORT && config.METRICS_SAMPLE_MS
+    ? setInterval(() => void sampleDbPool(sql, config.DATABASE_POOL_MAX).catch(() => {}), config.METRICS_SAMPLE_MS).unref()
+    : undefined;
+if (dbSampler) void sampleDbPool(sql, config.DATABASE_POOL_MAX).catch(() => {});
 const reconciler = new Reconciler({
   sql,
   redisUrl: config.REDIS_URL,
@@ -87,6 +96,8 @@ async function shutdown(signal: string) {
   // its partition, and the ledger replays whatever it had committed.
   const deadline = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), config.SHUTDOWN_TIMEOUT_MS).unref());
   try {
+    clearInterval(dbSampler);
+    metricsServer?.close();
     await reconciler.stop();
     const closed = await Promise.race([pool.close().then(() => 'closed' as const), deadline]);
     if (closed === 'timeout') logger.warn('active jobs did not finish in time; leaving them to another worker');

@@ -22,6 +22,7 @@ import {
   startBatch,
   withTimeout,
 } from '@quest/db';
+import { decisionSeconds, jobItems } from './metrics.ts';
 
 export interface ProcessorDeps {
   sql: Sql;
@@ -32,7 +33,11 @@ export interface ProcessorDeps {
   /** A database attempt that has not settled by then is abandoned and retried. */
   attemptTimeoutMs: number;
   batchChunkSize: number;
-  logger: { warn(obj: object, msg?: string): void; error(obj: object, msg?: string): void };
+  logger: {
+    info?(obj: object, msg?: string): void;
+    warn(obj: object, msg?: string): void;
+    error(obj: object, msg?: string): void;
+  };
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -91,8 +96,48 @@ async function giveUp(deps: ProcessorDeps, items: readonly AllocationItem[]): Pr
   return FAILED;
 }
 
+/** Partition number of a job, from its queue's name (`alloc-p07` → 7). */
+const partitionOfJob = (job: Job) => {
+  const m = /(\d+)$/.exec(job.queueName ?? '');
+  return m ? Number(m[1]) : null;
+};
+
+/**
+ * The decision's metrics and its log line: the request ids of its items (the API's x-request-id),
+ * so one grep of a request id finds both the HTTP line and the decision.
+ */
+function recordDecision(
+  deps: ProcessorDeps,
+  job: Job,
+  items: readonly AllocationItem[],
+  result: AllocateJobResult,
+  startedAt: number,
+) {
+  const now = Date.now();
+  jobItems.observe(items.length);
+  for (const item of items) if (item.enqueuedAt) decisionSeconds.observe(Math.max(0, now - item.enqueuedAt) / 1000);
+  const outcomes: Record<string, number> = {};
+  for (const o of result.outcomes) outcomes[o.status] = (outcomes[o.status] ?? 0) + 1;
+  deps.logger.info?.(
+    {
+      jobId: job.id,
+      partition: partitionOfJob(job),
+      items: items.length,
+      requestIds: items.map((i) => i.requestId ?? null),
+      outcomes,
+      durationMs: now - startedAt,
+    },
+    'allocations decided',
+  );
+}
+
 export async function processAllocate(deps: ProcessorDeps, job: Job): Promise<AllocateJobResult> {
+  const startedAt = Date.now();
   const { items } = allocateJob.data.parse(job.data);
+  const done = (result: AllocateJobResult) => {
+    recordDecision(deps, job, items, result, startedAt);
+    return result;
+  };
   // On a job's first delivery and first try, only client-keyed items can have a stored outcome; a
   // redelivered job (its worker died), or any retry (a commit may have landed), reads them all.
   const firstDelivery = (job.attemptsStarted ?? 1) <= 1 && !job.stalledCounter;
@@ -100,8 +145,8 @@ export async function processAllocate(deps: ProcessorDeps, job: Job): Promise<Al
   const outcomes = await withRetry(deps, { jobId: job.id, items: items.length }, (retry) =>
     applyRequests(deps.sql, ledgerItems, { firstDelivery: firstDelivery && !retry }),
   );
-  if (outcomes) return { outcomes, worker: deps.workerId };
-  if (items.length === 1) return { outcomes: [await giveUp(deps, items)], worker: deps.workerId };
+  if (outcomes) return done({ outcomes, worker: deps.workerId });
+  if (items.length === 1) return done({ outcomes: [await giveUp(deps, items)], worker: deps.workerId });
   // A coalesced job carries other clients' requests: one item that cannot be applied must not fail
   // them all. Apply the items one by one, still in order, so only the culprit fails.
   const single: AllocationOutcome[] = [];
@@ -112,7 +157,7 @@ export async function processAllocate(deps: ProcessorDeps, job: Job): Promise<Al
       )) ?? [];
     single.push(outcome ?? (await giveUp(deps, [item])));
   }
-  return { outcomes: single, worker: deps.workerId };
+  return done({ outcomes: single, worker: deps.workerId });
 }
 
 /**
@@ -122,16 +167,17 @@ export async function processAllocate(deps: ProcessorDeps, job: Job): Promise<Al
  * chunk ended: no item is lost or applied twice.
  */
 export async function processBatch(deps: ProcessorDeps, job: Job): Promise<BatchJobResult> {
+  const startedAt = Date.now();
   const { batchId } = batchJob.data.parse(job.data);
   const { sql } = deps;
-  const summary = (row: BatchRow, status: 'completed' | 'failed'): BatchJobResult => ({
-    batchId,
-    status,
-    total: row.total,
-    succeeded: row.succeeded,
-    failed: row.failed,
-    worker: deps.workerId,
-  });
+  const summary = (row: BatchRow, status: 'completed' | 'failed'): BatchJobResult => {
+    const result = { batchId, status, total: row.total, succeeded: row.succeeded, failed: row.failed, worker: deps.workerId };
+    deps.logger.info?.(
+      { jobId: job.id, partition: partitionOfJob(job), batchId, status, total: row.total, durationMs: Date.now() - startedAt },
+      'batch decided',
+    );
+    return result;
+  };
   const load = () =>
     withRetry(deps, { batchId }, async () => {
       const row = await getBatchProgress(sql, batchId);

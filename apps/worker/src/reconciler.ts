@@ -1,5 +1,6 @@
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
+import { redrives } from './metrics.ts';
 import { type AllocateJobData, allocateJob, batchJob, partitionOf } from '@quest/domain';
 import { findStrandedBatches, findStrandedRequests, type Sql, touchBatch, touchRequest } from '@quest/db';
 import {
@@ -134,6 +135,7 @@ export class Reconciler {
         );
       }
       requestsRedriven += list.length;
+      redrives.inc({ kind: 'request' }, list.length);
     }
 
     // Batches accepted and unfinished whose job is gone (a live one holds its deduplication id).
@@ -156,6 +158,7 @@ export class Reconciler {
       await touchBatch(sql, b.id, true);
       this.opts.logger.info({ kind: 'batch', batchId: b.id, jobId: job.id, partition: p, redrives: b.redrives + 1 }, 're-driven');
       batchesRedriven++;
+      redrives.inc({ kind: 'batch' });
     }
 
     this.totals.requests += requestsRedriven;

@@ -4,3 +4,4 @@ export * from './client.ts';
 export * from './flags.ts';
 export * from './ledger.ts';
 export * from './reads.ts';
+export * from './observe.ts';

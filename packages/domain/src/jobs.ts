@@ -17,6 +17,8 @@ export const allocationItemSchema = z.object({
   address: z.string().regex(/^0x[0-9a-fA-F]{40}$/),
   /** When the API enqueued it (ms since epoch): orders the request's status writers. */
   enqueuedAt: z.number().int().nonnegative().optional(),
+  /** The API request's id (x-request-id), so the worker's decision log line can be found from it. */
+  requestId: z.string().max(200).optional(),
 });
 export type AllocationItem = z.infer<typeof allocationItemSchema>;
 

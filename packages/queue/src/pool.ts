@@ -58,6 +58,8 @@ export class PartitionPool {
   private stopped = false;
   private beating = false;
   owned: number[] = [];
+  /** Live members seen at the last successful heartbeat (this one included). */
+  memberCount = 0;
 
   constructor(private readonly opts: PartitionPoolOptions) {
     this.redis = new Redis(consumerConnectionOptions(opts.redisUrl));
@@ -98,6 +100,7 @@ export class PartitionPool {
         '1',
       )) as string[];
       if (this.stopped) return;
+      this.memberCount = members.length;
       this.rebalance(assignPartitions(members, this.opts.memberId, this.opts.partitions), members.length);
     } catch (error) {
       this.opts.logger.warn({ err: error }, 'membership heartbeat failed');

@@ -4,3 +4,4 @@ export * from './openapi.ts';
 export * from './seed.ts';
 export * from './system.ts';
 export * from './fixtures.ts';
+export * from './metrics.ts';

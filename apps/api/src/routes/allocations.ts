@@ -22,6 +22,7 @@ import {
   recordPendingAllocation,
 } from '@quest/db';
 import { errorResponses } from '../errors.ts';
+import { countAllocation, countBatchItems } from '../metrics.ts';
 import type { AllocationRoutesOptions } from '../types.ts';
 
 /**
@@ -164,7 +165,8 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
       const idem = request.headers['idempotency-key'];
       const key = idem ? idempotentRequestKey(ownerId, questId, idem, 'alc') : newId('alc');
       const { points, address } = request.body;
-      const result = await allocator.allocate({ key, questId, points, address });
+      const result = await allocator.allocate({ key, questId, points, address, requestId: request.id });
+      countAllocation(result);
       switch (result.status) {
         case 'completed':
           return reply.code(200).send({ payout: result.payout });
@@ -288,6 +290,7 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
         const run = await allocator.runBatch({ batchId, questId }, { waitMs: config.BATCH_WAIT_MS });
         if (run.status !== 'pending') final = await getBatch(sql, questId, batchId);
       }
+      countBatchItems(final ?? row);
       if (final?.status === 'completed') {
         const results = await getBatchResults(sql, batchId, final.total, 0);
         return reply.code(200).send({ batch: { ...batchSummary(final), results: results.map(toResultView) } });

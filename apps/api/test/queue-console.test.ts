@@ -1,0 +1,64 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestRedis, type TestRedis } from '@quest/testing';
+import { startTestApp, type TestApp } from './helpers.ts';
+
+const TOKEN = 'operator-token-0123456789';
+let redis: TestRedis;
+let withConsole: TestApp;
+let withoutConsole: TestApp;
+
+beforeAll(async () => {
+  redis = await createTestRedis();
+  const env = { REDIS_URL: redis.url, QUEUE_PREFIX: redis.prefix, QUEUE_PARTITIONS: '16' };
+  withConsole = await startTestApp({ env: { ...env, ADMIN_TOKEN: TOKEN } });
+  withoutConsole = await startTestApp({ env });
+});
+afterAll(async () => {
+  await withConsole?.close();
+  await withoutConsole?.close();
+  await redis?.cleanup();
+});
+
+const basic = (password: string) => `Basic ${Buffer.from(`operator:${password}`).toString('base64')}`;
+
+describe('the queue console at /admin/queues', () => {
+  it('answers 401 with the error envelope and a login prompt without the operator token, or with a wrong one', async () => {
+    for (const authorization of [undefined, `Bearer ${TOKEN}x`, basic('nope'), 'sk_not_an_operator_token']) {
+      for (const url of ['/admin/queues', '/admin/queues/api/queues']) {
+        const res = await withConsole.app.inject({ url, headers: authorization ? { authorization } : {} });
+        expect(res.statusCode, `${url} ${authorization}`).toBe(401);
+        expect(res.json()).toMatchObject({ statusCode: 401, code: 'ADMIN_TOKEN_INVALID', requestId: expect.any(String) });
+        expect(res.headers['www-authenticate']).toMatch(/^Basic realm=/);
+      }
+    }
+  });
+
+  it('lists the 16 partition queues, read-only, with the token (Bearer or Basic)', async () => {
+    const page = await withConsole.app.inject({ url: '/admin/queues', headers: { authorization: basic(TOKEN) } });
+    expect(page.statusCode).toBe(200);
+    expect(page.headers['content-type']).toMatch(/text\/html/);
+    const api = await withConsole.app.inject({
+      url: '/admin/queues/api/queues?activeQueue=&page=1&jobsPerPage=10',
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    expect(api.statusCode).toBe(200);
+    const queues = api.json().queues as { name: string; readOnlyMode: boolean }[];
+    expect(queues.map((q) => q.name).sort()).toEqual(
+      Array.from({ length: 16 }, (_, p) => `alloc-p${String(p).padStart(2, '0')}`),
+    );
+    expect(queues.every((q) => q.readOnlyMode)).toBe(true);
+    const action = await withConsole.app.inject({
+      method: 'PUT',
+      url: '/admin/queues/api/queues/alloc-p00/clean/completed',
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    expect(action.statusCode).toBe(405);
+    expect(action.json().code).toBe('METHOD_NOT_ALLOWED');
+  });
+
+  it('does not exist when ADMIN_TOKEN is unset', async () => {
+    const res = await withoutConsole.app.inject({ url: '/admin/queues', headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(res.statusCode).toBe(404);
+    expect(res.json().code).toBe('ROUTE_NOT_FOUND');
+  });
+});

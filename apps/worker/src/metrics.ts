@@ -1,0 +1,94 @@
+import { createServer, type Server } from 'node:http';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { type Sql, sessionsByState } from '@quest/db';
+
+/**
+ * The worker's Prometheus metrics (README, "Metrics"), served on METRICS_PORT. Metric objects are
+ * module singletons that the processor and the reconciler count into.
+ */
+export const registry = new Registry();
+collectDefaultMetrics({ register: registry });
+
+export const decisionSeconds = new Histogram({
+  name: 'quest_allocation_decision_seconds',
+  help: 'Time from the API enqueuing an allocation to the worker deciding it (per item of allocate jobs).',
+  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+  registers: [registry],
+});
+
+export const jobItems = new Histogram({
+  name: 'quest_job_items',
+  help: 'Allocations per allocate job: how many requests the API coalesced into one job.',
+  buckets: [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000],
+  registers: [registry],
+});
+
+export const redrives = new Counter({
+  name: 'quest_redrives_total',
+  help: 'Stranded work the reconciler enqueued again, by kind (request, batch).',
+  labelNames: ['kind'] as const,
+  registers: [registry],
+});
+// Both series exist from the start, so rate() sees the first re-drive.
+for (const kind of ['request', 'batch']) redrives.inc({ kind }, 0);
+
+/** The pool's view, read at scrape time from memory (no Redis call); set by observePool. */
+let poolView: { pool: { owned: readonly number[]; memberCount: number }; workerId: string } | undefined;
+
+export const poolMembers = new Gauge({
+  name: 'quest_pool_members',
+  help: 'Live members of the worker pool, as this worker saw them at its last heartbeat.',
+  registers: [registry],
+  collect() {
+    if (poolView) this.set(poolView.pool.memberCount);
+  },
+});
+
+export const partitionsOwned = new Gauge({
+  name: 'quest_pool_partitions_owned',
+  help: 'Partitions this worker owns (runs a BullMQ worker for).',
+  labelNames: ['worker'] as const,
+  registers: [registry],
+  collect() {
+    if (poolView) this.set({ worker: poolView.workerId }, poolView.pool.owned.length);
+  },
+});
+
+export const dbPoolConnections = new Gauge({
+  name: 'quest_db_pool_connections',
+  help: "This process's PostgreSQL sessions by state (from pg_stat_activity) and the pool size (state=max), sampled every METRICS_SAMPLE_MS.",
+  labelNames: ['state'] as const,
+  registers: [registry],
+});
+
+/** Report this pool's membership and ownership at each scrape. */
+export function observePool(pool: { owned: readonly number[]; memberCount: number }, workerId: string): void {
+  poolView = { pool, workerId };
+}
+
+/** Set the session gauge from one sample (see `sessionsByState`); state=max is the pool size. */
+export async function sampleDbPool(sql: Sql, max: number): Promise<void> {
+  const states = await sessionsByState(sql);
+  dbPoolConnections.reset();
+  dbPoolConnections.set({ state: 'max' }, max);
+  for (const [state, n] of Object.entries(states)) dbPoolConnections.set({ state }, n);
+}
+
+/** GET /metrics on its own port (any other path: 404). Resolves once listening. */
+export async function serveMetrics(host: string, port: number): Promise<Server> {
+  const server = createServer((req, res) => {
+    if (req.method !== 'GET' || req.url?.split('?')[0] !== '/metrics') {
+      res.writeHead(404).end();
+      return;
+    }
+    registry.metrics().then(
+      (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text),
+      () => res.writeHead(500).end(),
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  return server;
+}

@@ -1,0 +1,69 @@
+import type { Sql } from './client.ts';
+
+/**
+ * This process's PostgreSQL sessions by state (`active`, `idle`, `idle in transaction`, …), counted
+ * on the server: postgres.js keeps its pool's state private. The process's sessions are those with
+ * its application_name, so that name must be unique per process (the API and worker add host and
+ * pid / worker id). The query's own session counts as `active`.
+ */
+export async function sessionsByState(sql: Sql): Promise<Record<string, number>> {
+  const rows = await sql<{ state: string; n: number }[]>`
+    select coalesce(state, 'unknown') as state, count(*)::int as n
+      from pg_stat_activity
+     where application_name = current_setting('application_name')
+     group by 1`;
+  const out: Record<string, number> = { active: 0, idle: 0, 'idle in transaction': 0 };
+  for (const r of rows) out[r.state] = r.n;
+  return out;
+}
+
+export interface PendingWork {
+  /** Requests answered 202 with no outcome yet, by age of their acceptance. */
+  requests: { count: number; oldestEnqueuedAt: Date | null; olderThan1m: number; olderThan10m: number };
+  /** Batches accepted and not finished (pending or processing). */
+  batches: {
+    count: number;
+    oldestCreatedAt: Date | null;
+    olderThan1m: number;
+    olderThan10m: number;
+    pending: number;
+    processing: number;
+  };
+}
+
+/** What PostgreSQL holds undecided (two index-backed scans of the unfinished rows only). */
+export async function pendingWork(sql: Sql): Promise<PendingWork> {
+  const [requests] = await sql<{ count: number; oldest: Date | null; m1: number; m10: number }[]>`
+    select count(*)::int as count, min(r.enqueued_at) as oldest,
+           count(*) filter (where r.enqueued_at < now() - interval '1 minute')::int as m1,
+           count(*) filter (where r.enqueued_at < now() - interval '10 minutes')::int as m10
+      from allocation_requests r
+     where r.status = 'pending'
+       and not exists (select 1 from payouts p where p.quest_id = r.quest_id and p.request_key = r.request_key and p.batch_id is null)
+       and not exists (select 1 from allocation_rejections j where j.quest_id = r.quest_id and j.request_key = r.request_key)`;
+  const [batches] = await sql<
+    { count: number; oldest: Date | null; m1: number; m10: number; pending: number; processing: number }[]
+  >`
+    select count(*)::int as count, min(created_at) as oldest,
+           count(*) filter (where created_at < now() - interval '1 minute')::int as m1,
+           count(*) filter (where created_at < now() - interval '10 minutes')::int as m10,
+           count(*) filter (where status = 'pending')::int as pending,
+           count(*) filter (where status = 'processing')::int as processing
+      from batches where status in ('pending', 'processing')`;
+  return {
+    requests: {
+      count: requests!.count,
+      oldestEnqueuedAt: requests!.oldest,
+      olderThan1m: requests!.m1,
+      olderThan10m: requests!.m10,
+    },
+    batches: {
+      count: batches!.count,
+      oldestCreatedAt: batches!.oldest,
+      olderThan1m: batches!.m1,
+      olderThan10m: batches!.m10,
+      pending: batches!.pending,
+      processing: batches!.processing,
+    },
+  };
+}
