@@ -54,6 +54,13 @@ const FASTIFY_CODES: Record<string, MappedError> = {
   },
 };
 
+/**
+ * PostgreSQL's "invalid text representation" class: a value the client sent that the database
+ * cannot take as text or as the column's type (22021: a NUL byte or bad UTF-8; 22P02: e.g. not a
+ * number). Routes validate their inputs first; this keeps any value that slips through a 400.
+ */
+const INVALID_TEXT_SQLSTATES = new Set(['22021', '22P02']);
+
 /** Client errors the framework raises by status alone (4xx it has no specific code for here). */
 const CODE_BY_CLIENT_STATUS: Record<number, ErrorCode> = {
   404: 'ROUTE_NOT_FOUND',
@@ -91,6 +98,8 @@ export function mapError(error: unknown): MappedError {
   }
   const known = typeof e.code === 'string' ? FASTIFY_CODES[e.code] : undefined;
   if (known) return known;
+  if (typeof e.code === 'string' && INVALID_TEXT_SQLSTATES.has(e.code) && typeof e.statusCode !== 'number')
+    return { code: 'VALIDATION_FAILED', message: 'The request contains a value that is not valid text for its field.' };
   if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
     const code = CODE_BY_CLIENT_STATUS[e.statusCode] ?? 'VALIDATION_FAILED';
     // Client errors raised by the framework describe the request, not the server: safe to show.

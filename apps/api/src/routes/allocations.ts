@@ -12,6 +12,8 @@ import {
   payoutSchema,
   toChecksumAddress,
   questIdParamsSchema,
+  allocationIdParamSchema,
+  batchIdParamSchema,
 } from '@quest/domain';
 import {
   type BatchRow,
@@ -200,7 +202,7 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
           'Owner-only. Answers from PostgreSQL: pending, completed with the payout, rejected with the error, or failed.',
         tags: ['allocations'],
         security: [{ apiKey: [] }],
-        params: questParams.extend({ allocationId: z.string().min(1).max(200) }),
+        params: questParams.extend({ allocationId: allocationIdParamSchema }),
         headers: idempotencyHeaders.pick({ 'x-api-key': true }),
         response: {
           200: z.object({ allocation: allocationView }),
@@ -319,7 +321,7 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
         summary: 'Get a batch: status, progress and a page of its results',
         tags: ['batches'],
         security: [{ apiKey: [] }],
-        params: questParams.extend({ batchId: z.string().min(1).max(200) }),
+        params: questParams.extend({ batchId: batchIdParamSchema }),
         headers: idempotencyHeaders.pick({ 'x-api-key': true }),
         querystring: pageQuery,
         response: {
