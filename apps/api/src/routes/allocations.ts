@@ -14,6 +14,8 @@ import {
   questIdParamsSchema,
   allocationIdParamSchema,
   batchIdParamSchema,
+  INT32_MAX,
+  intQueryParam,
 } from '@quest/domain';
 import {
   type BatchRow,
@@ -86,9 +88,10 @@ const batchView = z.object({
   completed_at: z.string().nullable(),
   results: z.array(batchResult).optional(),
 });
+// Digits only, like every other route's query parameters (intQueryParam), never z.coerce.
 const pageQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(1000).default(100).meta({ description: 'Results per page (1..1000, default 100).' }),
-  offset: z.coerce.number().int().min(0).default(0).meta({ description: 'Results to skip (default 0).' }),
+  limit: intQueryParam({ default: 100, min: 1, max: 1000, description: 'Results per page (1..1000, default 100).' }),
+  offset: intQueryParam({ default: 0, min: 0, max: INT32_MAX, description: 'Results to skip (default 0).' }),
 });
 
 const rejection = (code: string) => ({ code, message: DEFAULT_MESSAGE[code as ErrorCode] ?? code });
