@@ -18,6 +18,7 @@ import { getQuestsRoute } from './routes/get-quests.ts';
 import { healthRoutes } from './routes/health.ts';
 import type { AllocationRoutesOptions, ApiConfig, ApiDeps, RouteDeps } from './types.ts';
 import { QuestAuthorizer } from './auth.ts';
+import { ID_PARAM_MAX_LENGTH } from '@quest/domain';
 
 export type { AllocationRoutesOptions, ApiConfig, ApiDeps, RouteDeps } from './types.ts';
 
@@ -60,6 +61,9 @@ export async function buildApp(config: ApiConfig, given: ApiDeps): Promise<Fasti
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: requestIdFor,
     bodyLimit: config.BODY_LIMIT_BYTES,
+    // Ids are documented up to ID_PARAM_MAX_LENGTH characters: longer ones must reach the schema
+    // (400 VALIDATION_FAILED), not stop at the router's default of 100.
+    routerOptions: { maxParamLength: ID_PARAM_MAX_LENGTH },
     trustProxy: config.TRUST_PROXY,
     // While draining, finish requests on open connections normally instead of a bare 503.
     return503OnClosing: false,

@@ -101,7 +101,6 @@ describe('ids up to the documented length reach validation (item 6)', () => {
       (p) => p.name === 'allocationId',
     )!;
     expect(param.schema.maxLength).toBe(ID_PARAM_MAX_LENGTH);
-    expect(t.app.initialConfig.maxParamLength).toBeGreaterThanOrEqual(ID_PARAM_MAX_LENGTH);
   });
 
   it.each([101, ID_PARAM_MAX_LENGTH])('answers an id of %i characters with VALIDATION_FAILED from the schema', async (n) => {
