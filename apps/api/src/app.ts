@@ -9,6 +9,7 @@ import {
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
 import { handleError, handleNotFound, sendError, mapError } from './errors.ts';
+import { useDepthLimitedJsonParser } from './json-body.ts';
 import { createLogger } from './logger.ts';
 import { requestIdFor } from './request-id.ts';
 import { allocationRoutes } from './routes/allocations.ts';
@@ -73,6 +74,7 @@ export async function buildApp(config: ApiConfig, given: ApiDeps): Promise<Fasti
   // Every body is JSON. Fastify also parses text/plain by default, which would turn a wrong content
   // type into a confusing parse error; without that parser it is 400 UNSUPPORTED_MEDIA_TYPE.
   app.removeContentTypeParser('text/plain');
+  useDepthLimitedJsonParser(app);
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.setErrorHandler(handleError);
