@@ -8,6 +8,7 @@ import {
   validatorCompiler,
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
+import { answerUnknownExpectations, clientErrorHandler } from './client-errors.ts';
 import { handleError, handleNotFound, sendError, mapError } from './errors.ts';
 import { useDepthLimitedJsonParser } from './json-body.ts';
 import { createLogger } from './logger.ts';
@@ -19,7 +20,7 @@ import { getQuestsRoute } from './routes/get-quests.ts';
 import { healthRoutes } from './routes/health.ts';
 import type { AllocationRoutesOptions, ApiConfig, ApiDeps, RouteDeps } from './types.ts';
 import { QuestAuthorizer } from './auth.ts';
-import { ID_PARAM_MAX_LENGTH } from '@quest/domain';
+import { DomainError, ID_PARAM_MAX_LENGTH } from '@quest/domain';
 
 export type { AllocationRoutesOptions, ApiConfig, ApiDeps, RouteDeps } from './types.ts';
 
@@ -69,7 +70,13 @@ export async function buildApp(config: ApiConfig, given: ApiDeps): Promise<Fasti
     // While draining, finish requests on open connections normally instead of a bare 503.
     return503OnClosing: false,
     frameworkErrors: (error, request, reply) => sendError(request, reply, mapError(error)),
+    // Low-level answers (unparseable HTTP, headers too large, timeouts) in the envelope too.
+    clientErrorHandler,
+    // Node answers a missing Host with an empty 400 before Fastify sees the request; the onRequest
+    // hook below answers it in the envelope instead.
+    http: { requireHostHeader: false },
   }).withTypeProvider<ZodTypeProvider>();
+  answerUnknownExpectations(app.server);
 
   // Every body is JSON. Fastify also parses text/plain by default, which would turn a wrong content
   // type into a confusing parse error; without that parser it is 400 UNSUPPORTED_MEDIA_TYPE.
@@ -82,6 +89,9 @@ export async function buildApp(config: ApiConfig, given: ApiDeps): Promise<Fasti
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    if (request.raw.headers.host === undefined && request.raw.httpVersionMinor >= 1) {
+      throw new DomainError('VALIDATION_FAILED', 'The Host header is required.');
+    }
   });
   // The request's single log line (the logger is bound to its request id).
   app.addHook('onResponse', async (request, reply) => {
