@@ -33,6 +33,11 @@ export const apiEnvSchema = z.object({
    * notifications are lost.
    */
   AUTH_CACHE_TTL_MS: intVar(30_000, 0, 3_600_000),
+  /**
+   * How long the API remembers the body an Idempotency-Key was first sent with (in Redis), to refuse
+   * the key with another body at once, also while the first request is pending.
+   */
+  IDEMPOTENCY_GUARD_TTL_MS: intVar(86_400_000, 1000, 30 * 86_400_000),
   /** Trust X-Forwarded-* headers (only behind a proxy that sets them). */
   TRUST_PROXY: boolVar(false),
 });

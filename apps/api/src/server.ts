@@ -2,10 +2,12 @@ import { ConfigError } from '@quest/config';
 import { createSql } from '@quest/db';
 import { migrate } from '@quest/db/migrate';
 import { createAllocator } from '@quest/queue';
+import { Redis } from 'ioredis';
 import { buildApp } from './app.ts';
 import { QuestAuthorizer } from './auth.ts';
 import { type ApiConfig, loadApiConfig } from './env.ts';
 import { FeatureFlagCache } from './flags.ts';
+import { IdempotencyGuard } from './idempotency-guard.ts';
 import { createLogger } from './logger.ts';
 
 let config: ApiConfig;
@@ -34,7 +36,11 @@ try {
     maxItemsPerJob: config.COALESCE_MAX_ITEMS,
     retentionSeconds: Math.max(config.JOB_RETENTION_SECONDS, Math.ceil((2 * config.BATCH_WAIT_MS) / 1000)),
   });
-  const app = await buildApp(config, { sql, flags, allocator, auth, logger });
+  // The API's own Redis connection (the queue's are the allocator's): the Idempotency-Key guard.
+  const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1 });
+  redis.on('error', (err) => logger.warn({ err }, 'redis connection error (idempotency guard)'));
+  const idempotency = new IdempotencyGuard(redis, { prefix: config.QUEUE_PREFIX, ttlMs: config.IDEMPOTENCY_GUARD_TTL_MS });
+  const app = await buildApp(config, { sql, flags, allocator, auth, logger, idempotency });
   await app.listen({ host: config.HOST, port: config.PORT });
 
   // Stop taking requests, let in-flight ones finish (they may be waiting on an allocation), then close the pools.
@@ -53,6 +59,7 @@ try {
     clearInterval(sweep);
     // Each step is bounded, so a Redis or PostgreSQL that is gone cannot hold the process.
     await allocator.close();
+    redis.disconnect();
     await Promise.race([auth.stop(), new Promise((r) => setTimeout(r, 1000).unref())]);
     await sql.end({ timeout: 1 });
     logger.info('stopped');

@@ -4,6 +4,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { ApiConfig } from './env.ts';
 import type { QuestAuthorizer } from './auth.ts';
 import type { FeatureFlagCache } from './flags.ts';
+import type { IdempotencyGuard } from './idempotency-guard.ts';
 
 export type { ApiConfig } from './env.ts';
 
@@ -14,6 +15,11 @@ export interface ApiDeps {
   allocator: Allocator;
   /** Key/quest ownership checks; an uncached one (a query per check) when omitted. */
   auth?: QuestAuthorizer;
+  /**
+   * Refuses a reused Idempotency-Key with a different body while the first is pending (server.ts
+   * always gives one; tests of routes that take no Idempotency-Key may leave it out).
+   */
+  idempotency?: IdempotencyGuard;
   /** Process logger (see createLogger); a fresh one at LOG_LEVEL when omitted. */
   logger?: FastifyBaseLogger;
 }

@@ -6,6 +6,7 @@ import { createTestDatabase, OpenApiContract, type TestDatabase } from '@quest/t
 import { buildApp } from '../src/app.ts';
 import { type ApiConfig, loadApiConfig } from '../src/env.ts';
 import { FeatureFlagCache } from '../src/flags.ts';
+import type { IdempotencyGuard } from '../src/idempotency-guard.ts';
 import { createLogger } from '../src/logger.ts';
 
 // ---------------------------------------------------------------------------------------------
@@ -43,6 +44,7 @@ export interface TestAppOptions {
   sql?: Sql;
   allocator?: Allocator;
   logs?: LogCapture;
+  idempotency?: IdempotencyGuard;
   /** Hook to add test-only routes before the app is ready. */
   extend?: (app: FastifyInstance) => void;
 }
@@ -75,6 +77,7 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
     flags,
     allocator: opts.allocator ?? readOnlyAllocator(),
     logger,
+    idempotency: opts.idempotency,
   });
   opts.extend?.(app);
   await app.ready();

@@ -26,6 +26,7 @@ import {
   recordPendingAllocation,
 } from '@quest/db';
 import { errorResponses } from '../errors.ts';
+import { IdempotencyGuard } from '../idempotency-guard.ts';
 import type { AllocationRoutesOptions } from '../types.ts';
 
 /**
@@ -135,7 +136,7 @@ const toResultView = (r: Awaited<ReturnType<typeof getBatchResults>>[number]) =>
 const plainJson = () => (data: unknown) => JSON.stringify(data);
 
 export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = async (app, { deps, config }) => {
-  const { sql, allocator, flags, auth } = deps;
+  const { sql, allocator, flags, auth, idempotency } = deps;
 
   app.post(
     '/quests/:questId',
@@ -169,6 +170,7 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
       const idem = request.headers['idempotency-key'];
       const key = idem ? idempotentRequestKey(ownerId, questId, idem, 'alc') : newId('alc');
       const { points, address } = request.body;
+      if (idem && idempotency) await idempotency.claim(key, IdempotencyGuard.digest([address.toLowerCase(), points]));
       const result = await allocator.allocate({ key, questId, points, address });
       switch (result.status) {
         case 'completed':
@@ -277,6 +279,7 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
       const idem = request.headers['idempotency-key'];
       const batchId = idem ? idempotentRequestKey(ownerId, questId, idem, 'bat') : newId('bat');
       const digest = batchDigest(items);
+      if (idem && idempotency) await idempotency.claim(batchId, digest);
       const { row } = await createOrGetBatch(sql, {
         id: batchId,
         questId,
