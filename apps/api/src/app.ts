@@ -12,6 +12,7 @@ import { answerUnknownExpectations, clientErrorHandler } from './client-errors.t
 import { handleError, handleNotFound, sendError, mapError } from './errors.ts';
 import { useDepthLimitedJsonParser } from './json-body.ts';
 import { createLogger } from './logger.ts';
+import { OwnerItemLimit, registerRateLimits } from './rate-limits.ts';
 import { requestIdFor } from './request-id.ts';
 import { allocationRoutes } from './routes/allocations.ts';
 import { getCampaignRoute } from './routes/get-campaign.ts';
@@ -56,9 +57,8 @@ function pruneUnusedComponents(document: OpenApiDocument): OpenApiDocument {
  * ids, one log line per request, and every route. Listening is the caller's business.
  */
 export async function buildApp(config: ApiConfig, given: ApiDeps): Promise<FastifyInstance> {
-  const deps: RouteDeps = { ...given, auth: given.auth ?? QuestAuthorizer.uncached(given.sql) };
   const app = Fastify({
-    loggerInstance: deps.logger ?? createLogger(config.LOG_LEVEL),
+    loggerInstance: given.logger ?? createLogger(config.LOG_LEVEL),
     // Fastify's two lines per request are replaced by the onResponse hook's one.
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: requestIdFor,
@@ -74,9 +74,19 @@ export async function buildApp(config: ApiConfig, given: ApiDeps): Promise<Fasti
     clientErrorHandler,
     // Node answers a missing Host with an empty 400 before Fastify sees the request; the onRequest
     // hook below answers it in the envelope instead.
-    http: { requireHostHeader: false },
+    // Timeouts (Node checks them every connectionsCheckingInterval): a slow or idle client cannot
+    // hold a connection for long, and HTTP_MAX_CONNECTIONS caps how many it can hold at all.
+    http: {
+      requireHostHeader: false,
+      headersTimeout: Math.min(config.HTTP_HEADERS_TIMEOUT_MS, config.HTTP_REQUEST_TIMEOUT_MS),
+      connectionsCheckingInterval: Math.min(1000, config.HTTP_HEADERS_TIMEOUT_MS),
+    },
+    requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS,
+    connectionTimeout: config.HTTP_CONNECTION_TIMEOUT_MS,
+    keepAliveTimeout: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
   }).withTypeProvider<ZodTypeProvider>();
   answerUnknownExpectations(app.server);
+  app.server.maxConnections = config.HTTP_MAX_CONNECTIONS;
 
   // Every body is JSON. Fastify also parses text/plain by default, which would turn a wrong content
   // type into a confusing parse error; without that parser it is 400 UNSUPPORTED_MEDIA_TYPE.
@@ -139,6 +149,12 @@ export async function buildApp(config: ApiConfig, given: ApiDeps): Promise<Fasti
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
+  const counter = await registerRateLimits(app, config, given.redis);
+  const deps: RouteDeps = {
+    ...given,
+    auth: given.auth ?? QuestAuthorizer.uncached(given.sql),
+    ownerItems: new OwnerItemLimit(counter, config.RATE_LIMIT_OWNER_ITEMS_MAX, config.QUEUE_PREFIX),
+  };
   await app.register(healthRoutes, { deps });
   await app.register(getQuestsRoute, { deps });
   await app.register(getQuestRoute, { deps });

@@ -202,6 +202,7 @@ export function handleNotFound(request: FastifyRequest, reply: FastifyReply): Fa
 }
 
 const STANDARD_ERRORS = {
+  429: 'RATE_LIMITED: over a rate limit (per client address, API key, owner allocation items, or failed authentications; see the README). Retry-After says when to retry; x-ratelimit-limit, -remaining and -reset describe the limit.',
   500: 'INTERNAL_ERROR: unexpected server error.',
   503: 'DATABASE_UNAVAILABLE (or QUEUE_UNAVAILABLE): a dependency is unreachable; retry later.',
 } as const;

@@ -36,11 +36,12 @@ try {
     maxItemsPerJob: config.COALESCE_MAX_ITEMS,
     retentionSeconds: Math.max(config.JOB_RETENTION_SECONDS, Math.ceil((2 * config.BATCH_WAIT_MS) / 1000)),
   });
-  // The API's own Redis connection (the queue's are the allocator's): the Idempotency-Key guard.
+  // The API's own Redis connection (the queue's are the allocator's): the Idempotency-Key guard
+  // and the rate limits shared by every API process.
   const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1 });
   redis.on('error', (err) => logger.warn({ err }, 'redis connection error (idempotency guard)'));
   const idempotency = new IdempotencyGuard(redis, { prefix: config.QUEUE_PREFIX, ttlMs: config.IDEMPOTENCY_GUARD_TTL_MS });
-  const app = await buildApp(config, { sql, flags, allocator, auth, logger, idempotency });
+  const app = await buildApp(config, { sql, flags, allocator, auth, logger, idempotency, redis });
   await app.listen({ host: config.HOST, port: config.PORT });
 
   // Stop taking requests, let in-flight ones finish (they may be waiting on an allocation), then close the pools.

@@ -7,6 +7,7 @@ import { buildApp } from '../src/app.ts';
 import { type ApiConfig, loadApiConfig } from '../src/env.ts';
 import { FeatureFlagCache } from '../src/flags.ts';
 import type { IdempotencyGuard } from '../src/idempotency-guard.ts';
+import type { Redis } from 'ioredis';
 import { createLogger } from '../src/logger.ts';
 
 // ---------------------------------------------------------------------------------------------
@@ -45,6 +46,8 @@ export interface TestAppOptions {
   allocator?: Allocator;
   logs?: LogCapture;
   idempotency?: IdempotencyGuard;
+  /** Redis for shared rate-limit counters (in-process counters without it). */
+  redis?: Redis;
   /** Hook to add test-only routes before the app is ready. */
   extend?: (app: FastifyInstance) => void;
 }
@@ -78,6 +81,7 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
     allocator: opts.allocator ?? readOnlyAllocator(),
     logger,
     idempotency: opts.idempotency,
+    redis: opts.redis,
   });
   opts.extend?.(app);
   await app.ready();

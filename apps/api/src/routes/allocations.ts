@@ -136,7 +136,7 @@ const toResultView = (r: Awaited<ReturnType<typeof getBatchResults>>[number]) =>
 const plainJson = () => (data: unknown) => JSON.stringify(data);
 
 export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = async (app, { deps, config }) => {
-  const { sql, allocator, flags, auth, idempotency } = deps;
+  const { sql, allocator, flags, auth, idempotency, ownerItems } = deps;
 
   app.post(
     '/quests/:questId',
@@ -167,6 +167,7 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
       flags.require('quests');
       const { questId } = request.params;
       const { ownerId } = await auth.authorize(request.headers['x-api-key'], questId);
+      await ownerItems.charge(reply, ownerId, 1);
       const idem = request.headers['idempotency-key'];
       const key = idem ? idempotentRequestKey(ownerId, questId, idem, 'alc') : newId('alc');
       const { points, address } = request.body;
@@ -276,6 +277,7 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
           `A batch holds at most ${config.BATCH_MAX_ITEMS} allocations; this one has ${items.length}.`,
         );
       }
+      await ownerItems.charge(reply, ownerId, items.length);
       const idem = request.headers['idempotency-key'];
       const batchId = idem ? idempotentRequestKey(ownerId, questId, idem, 'bat') : newId('bat');
       const digest = batchDigest(items);
