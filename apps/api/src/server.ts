@@ -38,8 +38,16 @@ try {
   });
   // The API's own Redis connection (the queue's are the allocator's): the Idempotency-Key guard
   // and the rate limits shared by every API process.
-  const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1 });
+  // Fails fast instead of queueing while Redis is away: limits then fail open and the guard
+  // answers 503 QUEUE_UNAVAILABLE at once (the queue is down too), and reads keep working.
+  const redis = new Redis(config.REDIS_URL, {
+    maxRetriesPerRequest: 1,
+    enableOfflineQueue: false,
+    commandTimeout: 500,
+    lazyConnect: true,
+  });
   redis.on('error', (err) => logger.warn({ err }, 'redis connection error (idempotency guard)'));
+  await redis.connect();
   const idempotency = new IdempotencyGuard(redis, { prefix: config.QUEUE_PREFIX, ttlMs: config.IDEMPOTENCY_GUARD_TTL_MS });
   const app = await buildApp(config, { sql, flags, allocator, auth, logger, idempotency, redis });
   await app.listen({ host: config.HOST, port: config.PORT });
