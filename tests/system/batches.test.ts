@@ -67,6 +67,18 @@ describe('POST /quests/:questId/batches', () => {
     const [row] = await system.db.sql<{ points_remaining: number }[]>`select points_remaining from quests where id = ${q}`;
     expect(row!.points_remaining).toBe(0);
     expect(await auditViolations(system.db.sql)).toEqual([]);
+
+    // Each item is an allocation of its own on the status route: completed and rejected alike.
+    const item = async (i: number) =>
+      (await get(system, `/quests/${q}/allocations/${b.id}:${i}`, { 'x-api-key': owner.apiKey })).body.allocation;
+    expect(await item(0)).toEqual({
+      id: `${b.id}:0`,
+      status: 'completed',
+      payout: b.results[0].payout,
+      updated_at: expect.any(String),
+    });
+    expect(await item(1)).toMatchObject({ id: `${b.id}:1`, status: 'rejected', error: { code: 'INSUFFICIENT_POINTS' } });
+    expect((await get(system, `/quests/${q}/allocations/${b.id}:5`, { 'x-api-key': owner.apiKey })).status).toBe(404);
   });
 
   test('reports unknown accounts per item', async ({ system, owner, quest, accounts }) => {

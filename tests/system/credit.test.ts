@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import { describe, expect, vi } from 'vitest';
 import type { Sql } from '@quest/db';
 import { generateApiKey } from '@quest/domain';
+import { deleteKeysWithPrefix } from '@quest/queue';
+import { Redis } from 'ioredis';
 import {
   auditViolations,
   createAccounts,
@@ -413,6 +415,44 @@ describe('quest-admin credit', () => {
     expect(malformed.code).toBe(1);
     expect(jsonOf(malformed).error.code).toBe('INVALID_CSV');
     expect(await payoutsOf(database.sql, quest)).toEqual({ n: 0, s: 0 });
+  });
+
+  test('never waits forever: a batch with no progress is sent again, then the run stops with an error', async ({
+    system,
+    database,
+    owner,
+    makeQuest,
+    dir,
+  }) => {
+    const questId = await makeQuest({ totalPoints: 100 });
+    const [address] = await createAccounts(database.sql, 1);
+    // An API on queues that no worker serves: every batch is accepted (202) and never progresses.
+    const prefix = `${system.redis.prefix}-nobody`;
+    const stalled = await startApiProcess({ ...system.env, QUEUE_PREFIX: prefix, BATCH_WAIT_MS: '0' });
+    try {
+      const file = await writeCsv(dir, 'stalled.csv', [{ address: address!, points: '5' }]);
+      const extra = ['--stall-timeout', '1', '--stall-tries', '2'];
+      const run = await cli(
+        database.url,
+        creditArgs({ quest: questId, key: owner.apiKey, file, baseUrl: stalled.baseUrl, extra }),
+      );
+      expect(run.code, run.stderr).toBe(1);
+      expectNoStack(run);
+      expect(run.stderr).toMatch(/warning: batch 1 of 1 \(CSV lines 2–2\): no progress for .*; sending it again \(1 of 1\)/);
+      expect(run.stderr).toMatch(/^error: batch 1 of 1 \(CSV lines 2–2\): no progress for .*, 2 times; giving up/m);
+      expect(jsonOf(run)).toMatchObject({ quest: questId, batches: 0, succeeded: 0, error: { code: 'STALLED' } });
+      // Nothing was credited twice: the row is still only accepted (one batch row), not applied.
+      expect(await batchesOf(database.sql, questId)).toBe(1);
+      expect(await payoutsOf(database.sql, questId)).toEqual({ n: 0, s: 0 });
+      // Pointed at the served queues, the same command finishes the same batch, crediting it once.
+      const done = await cli(database.url, creditArgs({ quest: questId, key: owner.apiKey, file, baseUrl: system.baseUrl }));
+      expect(done.code, done.stderr).toBe(0);
+      expect(await payoutsOf(database.sql, questId)).toEqual({ n: 1, s: 5 });
+    } finally {
+      await stalled.process.stop('SIGKILL');
+      const redis = new Redis(system.redis.url);
+      await deleteKeysWithPrefix(redis, prefix).finally(() => redis.disconnect());
+    }
   });
 
   test('prints a text summary without --json, and a clean re-run removes a stale failed-rows file', async ({

@@ -15,7 +15,9 @@ describe('the 202 path', () => {
     const auth = { 'x-api-key': owner.apiKey };
     const res = await post(system, `/quests/${q}`, { points: 40, address: accounts[0]! }, auth);
     expect(res.status).toBe(202);
-    expect(res.body).toEqual({ allocation: { id: expect.stringMatching(/^alc_/), status: 'pending' } });
+    expect(res.body).toEqual({
+      allocation: { id: expect.stringMatching(/^alc_/), status: 'pending', updated_at: expect.any(String) },
+    });
     const location = res.headers.get('location')!;
     expect(location).toBe(`/quests/${q}/allocations/${res.body.allocation.id}`);
     const over = await post(system, `/quests/${q}`, { points: 70, address: accounts[1]! }, auth);
@@ -23,7 +25,11 @@ describe('the 202 path', () => {
 
     const pending = await get(system, location, auth);
     expect(pending.status).toBe(200);
-    expect(pending.body).toEqual({ allocation: { id: res.body.allocation.id, status: 'pending' } });
+    // Last touched when it was accepted (the 202 marker), until something happens to it.
+    expect(pending.body).toEqual({
+      allocation: { id: res.body.allocation.id, status: 'pending', updated_at: expect.any(String) },
+    });
+    expect(Date.parse(pending.body.allocation.updated_at)).toBeGreaterThanOrEqual(Date.parse(res.body.allocation.updated_at));
     // Owner-only, and unknown ids are 404.
     expect((await get(system, location)).status).toBe(401);
     expect((await get(system, `/quests/${q}/allocations/alc_00000000000000000000000000`, auth)).body.code).toBe(
@@ -37,6 +43,7 @@ describe('the 202 path', () => {
     expect(second.allocation).toEqual({
       id: over.body.allocation.id,
       status: 'rejected',
+      updated_at: expect.any(String),
       error: { code: 'INSUFFICIENT_POINTS', message: expect.any(String) },
     });
   });

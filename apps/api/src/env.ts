@@ -60,6 +60,8 @@ export const apiEnvSchema = z.object({
   HTTP_MAX_CONNECTIONS: intVar(10_000, 1, 1_000_000),
   /** Trust X-Forwarded-* headers (only behind a proxy that sets them). */
   TRUST_PROXY: boolVar(false),
+  /** PostgreSQL cancels an API query running longer than this (0: no limit); answered 503. */
+  DB_STATEMENT_TIMEOUT_MS: intVar(10_000, 0, 3_600_000),
 });
 
 export type ApiConfig = z.output<typeof apiEnvSchema>;

@@ -126,7 +126,9 @@ export function mapError(error: unknown): MappedError {
     // Client errors raised by the framework describe the request, not the server: safe to show.
     return { code, message: typeof e.message === 'string' && e.message ? e.message : DEFAULT_MESSAGE[code] };
   }
-  if (classifyDbError(error) === 'transient')
+  // An outage, or a database misconfigured for now (a missing table): unavailable, not a bug of this request.
+  const kind = classifyDbError(error);
+  if (kind === 'transient' || kind === 'configuration')
     return { code: 'DATABASE_UNAVAILABLE', message: DEFAULT_MESSAGE.DATABASE_UNAVAILABLE };
   return { code: 'INTERNAL_ERROR', message: DEFAULT_MESSAGE.INTERNAL_ERROR };
 }

@@ -24,7 +24,11 @@ const logger = createLogger(config.LOG_LEVEL);
 process.on('unhandledRejection', (err) => logger.error({ err }, 'unhandled rejection'));
 try {
   await migrate(config.DATABASE_URL);
-  const sql = createSql(config.DATABASE_URL, { max: config.DATABASE_POOL_MAX, applicationName: 'quest-api' });
+  const sql = createSql(config.DATABASE_URL, {
+    max: config.DATABASE_POOL_MAX,
+    applicationName: 'quest-api',
+    statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
+  });
   const flags = await FeatureFlagCache.start(sql, { refreshMs: config.FLAGS_REFRESH_MS, logger });
   const auth = await QuestAuthorizer.start(sql, { ttlMs: config.AUTH_CACHE_TTL_MS, logger });
   const allocator = await createAllocator({

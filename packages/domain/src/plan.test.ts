@@ -49,7 +49,15 @@ describe('planAllocations', () => {
   it('replays stored outcomes, marked replayed, and refuses a different body for a used key', () => {
     const stored = [
       { questId: 1, key: 'paid', payoutId: 'pay_old', amount: 5, createdAt: now, address: A, errorCode: null },
-      { questId: 1, key: 'refused', payoutId: null, amount: 500, createdAt: now, address: A, errorCode: 'INSUFFICIENT_POINTS' as const },
+      {
+        questId: 1,
+        key: 'refused',
+        payoutId: null,
+        amount: 500,
+        createdAt: now,
+        address: A,
+        errorCode: 'INSUFFICIENT_POINTS' as const,
+      },
     ];
     const p = plan([item('paid', 5, A.toLowerCase()), item('refused', 500), item('paid', 6)], state({ stored }));
     expect(p.outcomes).toEqual([

@@ -62,6 +62,12 @@ export function parseBatchSize(value: string): number {
   return n;
 }
 
+function parseBoundedInt(value: string, name: string, min: number, max: number): number {
+  if (!/^[0-9]+$/.test(value) || Number(value) < min || Number(value) > max)
+    throw new InvalidArgumentError(`${name} takes a whole number from ${min} to ${max}`);
+  return Number(value);
+}
+
 export function parseBaseUrl(value: string): string {
   let url: URL;
   try {
@@ -239,6 +245,7 @@ const batchAnswerSchema = z.object({
     status: z.enum(['pending', 'processing', 'completed', 'failed']),
     total: z.number().int(),
     processed: z.number().int(),
+    updated_at: z.string().optional(),
     results: z.array(resultSchema).optional(),
   }),
 });
@@ -256,7 +263,7 @@ class Api {
     private readonly baseUrl: string,
     private readonly apiKey: string,
     readonly signal: AbortSignal,
-    private readonly onRetry: (message: string) => void = () => {},
+    readonly onRetry: (message: string) => void = () => {},
   ) {}
 
   /** One attempt. Resolves with a 2xx answer; throws Transient, Refused, or the abort reason. */
@@ -350,6 +357,7 @@ async function creditBatch(
   items: readonly CreditItem[],
   label: string,
   onProcessed: (n: number) => void,
+  stall: StallPolicy,
 ): Promise<BatchItemResult[]> {
   const body = JSON.stringify({ allocations: items.map((i) => ({ address: i.address, points: i.points })) });
   const postUrl = api.url(`/quests/${questId}/batches`);
@@ -363,7 +371,27 @@ async function creditBatch(
   let { answer, location } = await post();
   let resumes = 0;
   let delay = 100;
+  // A batch that shows no progress (processed, status, last touched) for stall.timeoutMs is
+  // POSTed again with the same key, which resumes it or lets the service re-drive it; after
+  // stall.tries such tries the run stops instead of waiting forever.
+  let mark = '';
+  let markedAt = Date.now();
+  let stalls = 0;
   for (;;) {
+    const now = Date.now();
+    const seen = `${answer.status}|${answer.processed}|${answer.updated_at ?? ''}|${results.length}`;
+    if (seen !== mark) {
+      mark = seen;
+      markedAt = now;
+    } else if (answer.status !== 'completed' && answer.status !== 'failed' && now - markedAt >= stall.timeoutMs) {
+      const idle = `no progress for ${formatDuration(now - markedAt)}`;
+      if (++stalls >= stall.tries)
+        throw new CreditStop('STALLED', `${label}: ${idle}, ${stalls} times; giving up (re-run the same command to finish it)`);
+      api.onRetry(`${label}: ${idle}; sending it again (${stalls} of ${stall.tries - 1})`);
+      ({ answer, location } = await post());
+      markedAt = Date.now();
+      continue;
+    }
     if (answer.total !== items.length)
       throw new CreditStop('BAD_RESPONSE', `${label}: the API reports ${answer.total} items, ${items.length} were sent`);
     for (const r of answer.results ?? []) {
@@ -524,7 +552,19 @@ export interface CreditOptions {
   file: string;
   batchSize: number;
   baseUrl?: string;
+  /** Seconds a batch may show no progress before it is sent again. */
+  stallTimeout: number;
+  /** Stalls of one batch before the run stops. */
+  stallTries: number;
 }
+
+interface StallPolicy {
+  timeoutMs: number;
+  tries: number;
+}
+
+export const DEFAULT_STALL_TIMEOUT_SECONDS = 60;
+export const DEFAULT_STALL_TRIES = 3;
 
 class Interrupted extends Error {
   constructor(readonly signal: string) {
@@ -612,10 +652,18 @@ export async function creditCommand(ctx: Context, opts: CreditOptions): Promise<
         const before = state.done + batch.invalid.length;
         let results: BatchItemResult[];
         try {
-          results = await creditBatch(api, opts.quest, key, batch.items, label, (n) => {
-            state.done = before + n;
-            progress.credited(state);
-          });
+          results = await creditBatch(
+            api,
+            opts.quest,
+            key,
+            batch.items,
+            label,
+            (n) => {
+              state.done = before + n;
+              progress.credited(state);
+            },
+            { timeoutMs: opts.stallTimeout * 1000, tries: opts.stallTries },
+          );
         } catch (e) {
           if (!(e instanceof Refused)) throw e;
           const at = e.code === 'VALIDATION_FAILED' ? itemIndexFromDetails(e.details) : undefined;
@@ -720,5 +768,17 @@ export function registerCreditCommand(
     .requiredOption('--file <path>', 'CSV file: header line "address,points", then one credit per line')
     .option('--batch-size <n>', `rows per batch, 1..${MAX_BATCH_SIZE}`, parseBatchSize, DEFAULT_BATCH_SIZE)
     .option('--base-url <url>', 'API address (default: API_BASE_URL, else http://127.0.0.1:3000)', parseBaseUrl)
+    .option(
+      '--stall-timeout <seconds>',
+      'seconds a batch may show no progress before it is sent again with the same key',
+      (v) => parseBoundedInt(v, '--stall-timeout', 1, 86_400),
+      DEFAULT_STALL_TIMEOUT_SECONDS,
+    )
+    .option(
+      '--stall-tries <n>',
+      'times a batch may stall before the run stops with an error',
+      (v) => parseBoundedInt(v, '--stall-tries', 1, 100),
+      DEFAULT_STALL_TRIES,
+    )
     .action((opts: CreditOptions) => run(() => creditCommand(ctx, opts)));
 }

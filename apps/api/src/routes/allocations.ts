@@ -155,7 +155,7 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
           200: z.object({ payout: payoutSchema }),
           202: z.object({ allocation: allocationView }),
           ...errorResponses({
-            400: 'Invalid request (VALIDATION_FAILED; UNSUPPORTED_MEDIA_TYPE for a body that is not JSON; PAYLOAD_TOO_LARGE beyond the body limit), quests disabled, or rejected at decision time: QUEST_NOT_ACTIVE, ACTION_TYPE_INACTIVE, INSUFFICIENT_POINTS, ACCOUNT_NOT_FOUND, IDEMPOTENCY_KEY_REUSED.',
+            400: 'Invalid request (VALIDATION_FAILED; UNSUPPORTED_MEDIA_TYPE for a body that is not JSON; PAYLOAD_TOO_LARGE beyond the body limit), quests disabled, or rejected at decision time: QUEST_NOT_ACTIVE, ACTION_TYPE_INACTIVE, INSUFFICIENT_POINTS, ACCOUNT_NOT_FOUND, BALANCE_LIMIT_EXCEEDED, IDEMPOTENCY_KEY_REUSED.',
             401: 'INVALID_API_KEY or NOT_QUEST_OWNER.',
             404: 'QUEST_NOT_FOUND.',
             503: 'QUEUE_UNAVAILABLE, DATABASE_UNAVAILABLE, or ALLOCATION_FAILED (not applied; retry).',

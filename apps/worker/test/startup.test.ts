@@ -1,0 +1,65 @@
+import { spawn } from 'node:child_process';
+import net from 'node:net';
+import { describe, expect } from 'vitest';
+import { REPO_ROOT, test } from '@quest/testing';
+
+/** Run the worker until it exits by itself; everything it printed, and its exit code. */
+function runWorker(env: Record<string, string>, until?: (out: string) => boolean) {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'apps/worker/src/main.ts'], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  const seen = new Promise<void>((resolve) => {
+    const check = () => until?.(stdout + stderr) && resolve();
+    child.stdout.on('data', (d) => {
+      stdout += d;
+      check();
+    });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+      check();
+    });
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, exited, seen, stdout: () => stdout, stderr: () => stderr };
+}
+
+describe('worker start-up', () => {
+  test('a worker pointed at a missing database exits with one line naming the problem, and never joins', async ({
+    database,
+    redis,
+  }) => {
+    const missing = new URL(database.url);
+    missing.pathname = '/quest_no_such_database';
+    const run = runWorker({ DATABASE_URL: missing.toString(), REDIS_URL: redis.url, QUEUE_PREFIX: redis.prefix });
+    expect(await run.exited).toBe(1);
+    const lines = run.stderr().trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^quest-worker: DATABASE_URL .*quest_no_such_database.*: the database does not exist/);
+    expect(run.stdout()).not.toContain('worker started');
+  });
+
+  test('a worker whose PostgreSQL is unreachable waits for it instead of exiting', async ({ database, redis }) => {
+    // A port nobody listens on: connection refused, i.e. an outage, not a configuration error.
+    const server = net.createServer();
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as net.AddressInfo).port;
+    await new Promise<void>((r) => server.close(() => r()));
+    const down = new URL(database.url);
+    down.port = String(port);
+    const run = runWorker(
+      { DATABASE_URL: down.toString(), REDIS_URL: redis.url, QUEUE_PREFIX: redis.prefix },
+      (out) => (out.match(/waiting for PostgreSQL/g) ?? []).length >= 3,
+    );
+    try {
+      await Promise.race([run.seen, run.exited.then((code) => Promise.reject(new Error(`exited with ${code}`)))]);
+      expect(run.child.exitCode).toBeNull();
+    } finally {
+      run.child.kill('SIGKILL');
+      await run.exited;
+    }
+  });
+});

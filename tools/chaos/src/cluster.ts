@@ -1,0 +1,239 @@
+import { spawn } from 'node:child_process';
+import { Redis } from 'ioredis';
+import { createSql, type Sql } from '@quest/db';
+import { migrate } from '@quest/db/migrate';
+import { membersKey, partitionQueueName } from '@quest/queue';
+import { REPO_ROOT, type ServiceProcess, startProcess } from '@quest/testing/processes';
+import { createAccounts, createOwner, createQuests } from '@quest/testing/seed';
+import { freePort, onExitCleanup, type PrivatePostgres, type PrivateRedis, startPostgres, startRedis } from './servers.ts';
+
+/**
+ * One whole service on private servers: PostgreSQL, Redis, the real API process on a fixed free
+ * port (so a restarted API answers where the clients already point) and N real worker processes.
+ * Every process exit is recorded; one the scenario did not cause itself is a crash.
+ */
+
+export interface Proc {
+  name: string;
+  proc: ServiceProcess;
+  /** Set by the scenario before it kills the process on purpose. */
+  expectedExit: boolean;
+}
+
+export interface ClusterOptions {
+  workers: number;
+  /** Extra environment of the first worker process. */
+  firstWorkerEnv?: Record<string, string>;
+  redisPersistence: 'aof' | 'none';
+  env?: Record<string, string>;
+}
+
+export const CHAOS_ENV: Record<string, string> = {
+  QUEUE_PREFIX: 'chaos',
+  QUEUE_PARTITIONS: '4',
+  LOG_LEVEL: 'info',
+  DATABASE_POOL_MAX: '5',
+  // Short waits: more requests are answered 202 and must be followed to their outcome.
+  ALLOCATION_WAIT_MS: '1000',
+  BATCH_WAIT_MS: '2000',
+  JOB_RETENTION_SECONDS: '120',
+  // The reconciler (issue 10) re-drives pending work quickly in this suite.
+  RECONCILER_INTERVAL_MS: '500',
+  RECONCILER_MIN_AGE_MS: '2000',
+  SHUTDOWN_TIMEOUT_MS: '10000',
+};
+
+export class Cluster {
+  readonly procs: Proc[] = [];
+  sql!: Sql;
+  env!: Record<string, string>;
+  apiPort = 0;
+  owner!: { id: string; apiKey: string };
+  questIds: number[] = [];
+  creditQuestId = 0;
+  accounts: `0x${string}`[] = [];
+  private constructor(
+    readonly pg: PrivatePostgres,
+    readonly redis: PrivateRedis,
+  ) {}
+
+  static async start(opts: ClusterOptions): Promise<Cluster> {
+    const [pg, redis] = await Promise.all([startPostgres(), startRedis(opts.redisPersistence)]);
+    const c = new Cluster(pg, redis);
+    try {
+      const url = pg.url('quest_chaos');
+      await migrate(url);
+      c.sql = createSql(url, { max: 4, applicationName: 'quest-chaos-checker', connectTimeout: 5 });
+      c.env = { ...CHAOS_ENV, DATABASE_URL: url, REDIS_URL: redis.url, ...opts.env };
+      const owner = await createOwner(c.sql);
+      c.owner = { id: owner.id, apiKey: owner.apiKey };
+      c.questIds = await createQuests(c.sql, 4, { ownerId: owner.id, totalPoints: 1_000_000_000 });
+      const [creditQuest] = await createQuests(c.sql, 1, { ownerId: owner.id, totalPoints: 1_000_000_000, name: 'Credit' });
+      c.creditQuestId = creditQuest!;
+      c.accounts = await createAccounts(c.sql, 50);
+      c.apiPort = await freePort();
+      await c.startApi();
+      for (let i = 0; i < opts.workers; i++) await c.startWorker(i === 0 ? opts.firstWorkerEnv : {});
+      await c.waitForPool();
+      return c;
+    } catch (err) {
+      await c.stop();
+      throw err;
+    }
+  }
+
+  get baseUrl(): string {
+    return `http://127.0.0.1:${this.apiPort}`;
+  }
+
+  private track(name: string, proc: ServiceProcess): Proc {
+    const p: Proc = { name, proc, expectedExit: false };
+    this.procs.push(p);
+    const pid = proc.child.pid;
+    const unregister = onExitCleanup(() => {
+      if (proc.child.exitCode === null && proc.child.signalCode === null && pid) process.kill(pid, 'SIGKILL');
+    });
+    void proc.exited.then(unregister);
+    return p;
+  }
+
+  async startApi(): Promise<Proc> {
+    const proc = await startProcess('apps/api/src/server.ts', { ...this.env, PORT: String(this.apiPort) }, 'Server listening at');
+    return this.track('api', proc);
+  }
+
+  async startWorker(extra: Record<string, string> = {}): Promise<Proc> {
+    const proc = await startProcess('apps/worker/src/main.ts', { ...this.env, ...extra }, '"worker started"', 60_000);
+    return this.track(`worker${this.procs.filter((p) => p.name.startsWith('worker')).length + 1}`, proc);
+  }
+
+  live(kind: 'api' | 'worker'): Proc[] {
+    return this.procs.filter(
+      (p) => p.name.startsWith(kind) && p.proc.child.exitCode === null && p.proc.child.signalCode === null,
+    );
+  }
+
+  /** Processes that exited without the scenario asking for it, with the tail of their output. */
+  crashes(): string[] {
+    return this.procs
+      .filter((p) => !p.expectedExit && (p.proc.child.exitCode !== null || p.proc.child.signalCode !== null))
+      .map((p) => {
+        const tail = p.proc
+          .output()
+          .split('\n')
+          .filter((l) => /error|fatal|exit/i.test(l))
+          .slice(-2)
+          .map((l) => l.slice(0, 300))
+          .join(' | ');
+        return `${p.name} exited (${p.proc.child.exitCode ?? p.proc.child.signalCode}): ${tail}`;
+      });
+  }
+
+  /** Wait (bounded) until Redis lists exactly the live worker processes as pool members. */
+  async waitForPool(timeoutMs = 30_000): Promise<boolean> {
+    const redis = new Redis(this.redis.url, { maxRetriesPerRequest: 1, retryStrategy: () => 200 });
+    redis.on('error', () => {});
+    const deadline = Date.now() + timeoutMs;
+    try {
+      while (Date.now() < deadline) {
+        try {
+          const now = Number((await redis.time())[0]) * 1000;
+          const members = await redis.zcount(membersKey(this.env.QUEUE_PREFIX!), now, '+inf');
+          const live = this.live('worker');
+          // Settled: Redis lists every live worker, and each has rebalanced for that many members.
+          if (members === live.length && live.every((w) => this.lastRebalance(w)?.members === members)) return true;
+        } catch {}
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      return false;
+    } finally {
+      redis.disconnect();
+    }
+  }
+
+  /** The partitions a worker owns by its latest "partitions rebalanced" log line. */
+  ownedPartitions(p: Proc): number[] {
+    return this.lastRebalance(p)?.partitions ?? [];
+  }
+
+  private lastRebalance(p: Proc): { partitions?: number[]; members?: number } | undefined {
+    const lines = p.proc.output().split('\n');
+    for (let i = lines.length - 1; i >= 0; i--) {
+      if (!lines[i]!.includes('"partitions rebalanced"')) continue;
+      try {
+        return JSON.parse(lines[i]!) as { partitions?: number[]; members?: number };
+      } catch {}
+    }
+    return undefined;
+  }
+
+  /**
+   * The worker that has just taken a job carrying a request without an Idempotency-Key (a generated
+   * key), found by polling the partitions' active lists — so a freeze lands while that job is in
+   * hand, most often before its transaction: the zombie case of issue 10. Undefined if none is
+   * seen within `timeoutMs`.
+   */
+  async workerInMidJob(timeoutMs: number): Promise<Proc | undefined> {
+    const prefix = this.env.QUEUE_PREFIX!;
+    const partitions = Number(this.env.QUEUE_PARTITIONS);
+    const redis = new Redis(this.redis.url, { maxRetriesPerRequest: 1 });
+    redis.on('error', () => {});
+    const deadline = Date.now() + timeoutMs;
+    try {
+      while (Date.now() < deadline) {
+        for (let p = 0; p < partitions; p++) {
+          const queue = `${prefix}:${partitionQueueName(p)}`;
+          for (const id of await redis.lrange(`${queue}:active`, 0, -1)) {
+            const data = await redis.hget(`${queue}:${id}`, 'data');
+            const keys = ((data ? JSON.parse(data) : {}).items ?? []).map((i: { key: string }) => i.key) as string[];
+            if (!keys.some((k) => /^alc_[0-7]/.test(k))) continue;
+            const w = this.live('worker').find((x) => this.ownedPartitions(x).includes(p));
+            if (w) return w;
+          }
+        }
+      }
+      return undefined;
+    } catch {
+      return undefined;
+    } finally {
+      redis.disconnect();
+    }
+  }
+
+  /** Run `quest-admin` with the cluster's database; resolves with its exit and output (killed after `timeoutMs`). */
+  admin(args: string[], timeoutMs: number): Promise<{ code: number | null; ms: number; out: string; hung: boolean }> {
+    const started = Date.now();
+    const child = spawn(process.execPath, ['apps/admin/bin/quest-admin.js', ...args], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, DATABASE_URL: this.env.DATABASE_URL!, API_BASE_URL: this.baseUrl },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const unregister = onExitCleanup(() => child.kill('SIGKILL'));
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (out += d));
+    let hung = false;
+    const timer = setTimeout(() => {
+      hung = true;
+      child.kill('SIGKILL');
+    }, timeoutMs);
+    return new Promise((resolve) =>
+      child.once('exit', (code) => {
+        clearTimeout(timer);
+        unregister();
+        resolve({ code, ms: Date.now() - started, out, hung });
+      }),
+    );
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(
+      this.procs.map((p) => {
+        p.expectedExit = true;
+        return p.proc.stop('SIGKILL');
+      }),
+    );
+    await this.sql?.end({ timeout: 2 }).catch(() => {});
+    await Promise.all([this.redis.stop(), this.pg.stop()]);
+  }
+}

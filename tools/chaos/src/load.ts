@@ -1,0 +1,271 @@
+import { idempotentRequestKey } from '@quest/domain';
+
+/**
+ * Concurrent clients that behave as the README tells a client to: every POST carries an
+ * Idempotency-Key; a 5xx, 429, a connection error or a timeout is retried with the same key; a 202
+ * is followed on its status URL until it is decided (a `failed` outcome is re-POSTed with the same
+ * key). Every answer is recorded with its time, so the invariants can be checked afterwards.
+ */
+
+export type Answer = number | 'error';
+
+export interface Attempt {
+  sentAt: number;
+  at: number;
+  status: Answer;
+}
+
+export interface Op {
+  kind: 'alloc' | 'batch';
+  client: number;
+  questId: number;
+  /** Undefined for a client that sends no Idempotency-Key (and so never retries a POST). */
+  idemKey: string | undefined;
+  /** The allocation id / batch id: derived from the Idempotency-Key, or a keyless request's 202 id (else ''). */
+  requestKey: string;
+  items: { address: string; points: number }[];
+  firstSentAt: number;
+  attempts: Attempt[];
+  got202: boolean;
+  /** When the client learnt the outcome (a 200/400, or the 202's status URL saying decided). */
+  ackAt?: number;
+  /** When a 202 was first received, and when its status URL first said decided. */
+  first202At?: number;
+  /** `abandoned`: a keyless request got a 5xx or no answer; not retried, since a retry could credit twice. */
+  outcome?: 'completed' | 'rejected' | 'unanswered' | 'unresolved' | 'unexpected' | 'abandoned';
+  detail?: string;
+  /** Every payout id the service reported for this request (a single request must only ever see one). */
+  payoutIds: Set<string>;
+  /** Batches: payout id reported per item index, and indexes reported rejected. */
+  itemPayouts?: Map<number, string>;
+  itemRejected?: Set<number>;
+  rejectCode?: string;
+}
+
+export interface LoadTarget {
+  /** Read at each attempt: a restarted API may come back elsewhere (it does not here; same port). */
+  baseUrl: () => string;
+  apiKey: string;
+  ownerId: string;
+  questIds: number[];
+  accounts: string[];
+}
+
+export interface LoadOptions {
+  clients: number;
+  /** One op in `batchEvery` is a batch of `batchSize` items. */
+  batchEvery: number;
+  batchSize: number;
+  /** One op in `unknownEvery` credits an address with no account (a business rejection). */
+  unknownEvery: number;
+  /** One single allocation in `keylessEvery` is sent without an Idempotency-Key. */
+  keylessEvery: number;
+  /** Per-HTTP-call timeout; a frozen API must not freeze a client. */
+  httpTimeoutMs: number;
+  tag: string;
+}
+
+const BUSINESS_400 = new Set(['QUEST_NOT_ACTIVE', 'ACTION_TYPE_INACTIVE', 'INSUFFICIENT_POINTS', 'ACCOUNT_NOT_FOUND']);
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function call(
+  url: string,
+  init: RequestInit,
+  timeoutMs: number,
+): Promise<{ status: Answer; body: any; location?: string | null }> {
+  try {
+    const res = await fetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) });
+    const text = await res.text();
+    let body: any;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      body = text;
+    }
+    return { status: res.status, body, location: res.headers.get('location') };
+  } catch {
+    return { status: 'error', body: undefined };
+  }
+}
+
+export class Load {
+  readonly ops: Op[] = [];
+  private stopIssuing = false;
+  private running: Promise<void>[] = [];
+  private seq = 0;
+
+  constructor(
+    private readonly target: LoadTarget,
+    private readonly opts: LoadOptions,
+    /** Every op ends (answered or given up) by this time. */
+    private readonly deadline: () => number,
+  ) {}
+
+  start(): void {
+    this.running = Array.from({ length: this.opts.clients }, (_, c) => this.client(c));
+  }
+
+  /** Stop issuing new requests and wait for every request in flight to end (bounded by the deadline). */
+  async finish(): Promise<void> {
+    this.stopIssuing = true;
+    await Promise.all(this.running);
+  }
+
+  private async client(c: number): Promise<void> {
+    const { questIds, accounts } = this.target;
+    let n = 0;
+    while (!this.stopIssuing && Date.now() < this.deadline()) {
+      n++;
+      const i = this.seq++;
+      const questId = questIds[(c + n) % questIds.length]!;
+      const batch = i % this.opts.batchEvery === this.opts.batchEvery - 1;
+      const keyless = !batch && i % this.opts.keylessEvery === 1;
+      const idemKey = keyless ? undefined : `${this.opts.tag}-c${c}-n${n}`;
+      const items = Array.from({ length: batch ? this.opts.batchSize : 1 }, (_, k) => ({
+        address: !batch && i % this.opts.unknownEvery === 0 ? `0x${'dead'.repeat(10)}` : accounts[(i * 7 + k) % accounts.length]!,
+        points: 1 + ((i + k) % 5),
+      }));
+      const op: Op = {
+        kind: batch ? 'batch' : 'alloc',
+        client: c,
+        questId,
+        idemKey,
+        requestKey: idemKey ? idempotentRequestKey(this.target.ownerId, questId, idemKey, batch ? 'bat' : 'alc') : '',
+        items,
+        firstSentAt: Date.now(),
+        attempts: [],
+        got202: false,
+        payoutIds: new Set(),
+      };
+      if (batch) {
+        op.itemPayouts = new Map();
+        op.itemRejected = new Set();
+      }
+      this.ops.push(op);
+      await this.run(op);
+    }
+  }
+
+  private async run(op: Op): Promise<void> {
+    const { apiKey } = this.target;
+    const path = op.kind === 'batch' ? `/quests/${op.questId}/batches` : `/quests/${op.questId}`;
+    const body = op.kind === 'batch' ? { allocations: op.items } : op.items[0];
+    let tries = 0;
+    while (Date.now() < this.deadline()) {
+      tries++;
+      const sentAt = Date.now();
+      const res = await call(
+        this.target.baseUrl() + path,
+        {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            'x-api-key': apiKey,
+            ...(op.idemKey ? { 'idempotency-key': op.idemKey } : {}),
+          },
+          body: JSON.stringify(body),
+        },
+        this.opts.httpTimeoutMs,
+      );
+      op.attempts.push({ sentAt, at: Date.now(), status: res.status });
+      if (res.status === 200) return this.decided(op, res.body);
+      if (res.status === 202) {
+        op.got202 = true;
+        if (!op.idemKey) op.requestKey = res.body.allocation.id;
+        op.first202At ??= Date.now();
+        const final = await this.follow(op, res.location ?? `${path}/${op.requestKey}`);
+        if (final === 'decided' || final === 'timeout') return;
+        if (!op.idemKey) {
+          op.outcome = 'abandoned';
+          return;
+        }
+        continue; // failed: re-POST with the same key
+      }
+      if (res.status === 400 && BUSINESS_400.has(res.body?.code)) {
+        op.outcome = 'rejected';
+        op.rejectCode = res.body.code;
+        op.ackAt = Date.now();
+        return;
+      }
+      if (res.status === 'error' || res.status === 429 || res.status >= 500) {
+        if (!op.idemKey) {
+          op.outcome = 'abandoned';
+          return;
+        }
+        await sleep(Math.min(1000, 50 * 2 ** Math.min(tries, 5)));
+        continue;
+      }
+      op.outcome = 'unexpected';
+      op.detail = `${res.status} ${res.body?.code ?? ''}`;
+      op.ackAt = Date.now();
+      return;
+    }
+    op.outcome = op.got202 ? 'unresolved' : 'unanswered';
+  }
+
+  /** Poll a 202's status URL until decided, `failed` (→ retry the POST) or the deadline. */
+  private async follow(op: Op, location: string): Promise<'decided' | 'failed' | 'timeout'> {
+    while (Date.now() < this.deadline()) {
+      const res = await call(
+        this.target.baseUrl() + location,
+        { headers: { 'x-api-key': this.target.apiKey } },
+        this.opts.httpTimeoutMs,
+      );
+      if (res.status === 200) {
+        const view = res.body.allocation ?? res.body.batch;
+        if (view.status === 'completed' || view.status === 'rejected') {
+          if (op.kind === 'batch') {
+            // The status page holds the first 100 results; fetch them all for the checks.
+            const all = await call(
+              `${this.target.baseUrl()}${location}?limit=1000`,
+              { headers: { 'x-api-key': this.target.apiKey } },
+              this.opts.httpTimeoutMs,
+            );
+            if (all.status !== 200) continue;
+            this.decided(op, all.body);
+          } else if (view.status === 'completed') {
+            this.decided(op, { payout: view.payout });
+          } else {
+            op.outcome = 'rejected';
+            op.rejectCode = view.error?.code;
+            op.ackAt = Date.now();
+          }
+          return 'decided';
+        }
+        if (view.status === 'failed') return 'failed';
+      }
+      await sleep(200);
+    }
+    op.outcome = 'unresolved';
+    return 'timeout';
+  }
+
+  private decided(op: Op, body: any): void {
+    op.ackAt = Date.now();
+    op.outcome = 'completed';
+    if (op.kind === 'alloc') {
+      op.payoutIds.add(body.payout.id);
+      return;
+    }
+    for (const r of body.batch.results as { index: number; status: string; payout?: { id: string } }[]) {
+      if (r.status === 'completed') op.itemPayouts!.set(r.index, r.payout!.id);
+      else op.itemRejected!.add(r.index);
+    }
+  }
+}
+
+/** Count the answers of every attempt by class. */
+export function answerCounts(ops: Op[]) {
+  const c = { requests: ops.length, s200: 0, s202: 0, s4xx: 0, s5xx: 0, errors: 0 };
+  for (const op of ops) {
+    for (const a of op.attempts) {
+      if (a.status === 'error') c.errors++;
+      else if (a.status === 200) c.s200++;
+      else if (a.status === 202) c.s202++;
+      else if (a.status >= 500) c.s5xx++;
+      else if (a.status >= 400) c.s4xx++;
+    }
+  }
+  return c;
+}
