@@ -151,7 +151,7 @@ describe('POST /quests/:questId/batches', () => {
     expect(page.status).toBe(200);
     expect(page.body.batch).toMatchObject({ id, status: 'completed', total: items.length, processed: items.length });
     expect(page.body.batch.results.map((r: any) => r.index)).toEqual([items.length - 2, items.length - 1]);
-    expect((await get(system, `/quests/${q}/batches/bat_unknown`, auth)).body.code).toBe('BATCH_NOT_FOUND');
+    expect((await get(system, `/quests/${q}/batches/bat_00000000000000000000000000`, auth)).body.code).toBe('BATCH_NOT_FOUND');
     expect((await get(system, `/quests/${q}/batches/${id}`)).status).toBe(401);
   });
 

@@ -32,7 +32,9 @@ describe('the 202 path', () => {
     expect(Date.parse(pending.body.allocation.updated_at)).toBeGreaterThanOrEqual(Date.parse(res.body.allocation.updated_at));
     // Owner-only, and unknown ids are 404.
     expect((await get(system, location)).status).toBe(401);
-    expect((await get(system, `/quests/${q}/allocations/alc_nope`, auth)).body.code).toBe('ALLOCATION_NOT_FOUND');
+    expect((await get(system, `/quests/${q}/allocations/alc_00000000000000000000000000`, auth)).body.code).toBe(
+      'ALLOCATION_NOT_FOUND',
+    );
 
     await system.startWorker();
     const done = await settle(system, location, owner.apiKey);

@@ -8,10 +8,13 @@ import {
   validatorCompiler,
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
+import { answerUnknownExpectations, clientErrorHandler } from './client-errors.ts';
 import { handleError, handleNotFound, sendError, mapError } from './errors.ts';
+import { useDepthLimitedJsonParser } from './json-body.ts';
 import { createLogger } from './logger.ts';
 import { metricsPlugin } from './metrics.ts';
 import { queueConsole } from './queue-console.ts';
+import { OwnerItemLimit, registerRateLimits } from './rate-limits.ts';
 import { requestIdFor } from './request-id.ts';
 import { allocationRoutes } from './routes/allocations.ts';
 import { getCampaignRoute } from './routes/get-campaign.ts';
@@ -20,6 +23,7 @@ import { getQuestsRoute } from './routes/get-quests.ts';
 import { healthRoutes } from './routes/health.ts';
 import type { AllocationRoutesOptions, ApiConfig, ApiDeps, RouteDeps } from './types.ts';
 import { QuestAuthorizer } from './auth.ts';
+import { DomainError, ID_PARAM_MAX_LENGTH } from '@quest/domain';
 
 export type { AllocationRoutesOptions, ApiConfig, ApiDeps, RouteDeps } from './types.ts';
 
@@ -55,22 +59,41 @@ function pruneUnusedComponents(document: OpenApiDocument): OpenApiDocument {
  * ids, one log line per request, and every route. Listening is the caller's business.
  */
 export async function buildApp(config: ApiConfig, given: ApiDeps): Promise<FastifyInstance> {
-  const deps: RouteDeps = { ...given, auth: given.auth ?? QuestAuthorizer.uncached(given.sql) };
   const app = Fastify({
-    loggerInstance: deps.logger ?? createLogger(config.LOG_LEVEL),
+    loggerInstance: given.logger ?? createLogger(config.LOG_LEVEL),
     // Fastify's two lines per request are replaced by the onResponse hook's one.
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: requestIdFor,
     bodyLimit: config.BODY_LIMIT_BYTES,
+    // Ids are documented up to ID_PARAM_MAX_LENGTH characters: longer ones must reach the schema
+    // (400 VALIDATION_FAILED), not stop at the router's default of 100.
+    routerOptions: { maxParamLength: ID_PARAM_MAX_LENGTH },
     trustProxy: config.TRUST_PROXY,
     // While draining, finish requests on open connections normally instead of a bare 503.
     return503OnClosing: false,
     frameworkErrors: (error, request, reply) => sendError(request, reply, mapError(error)),
+    // Low-level answers (unparseable HTTP, headers too large, timeouts) in the envelope too.
+    clientErrorHandler,
+    // Node answers a missing Host with an empty 400 before Fastify sees the request; the onRequest
+    // hook below answers it in the envelope instead.
+    // Timeouts (Node checks them every connectionsCheckingInterval): a slow or idle client cannot
+    // hold a connection for long, and HTTP_MAX_CONNECTIONS caps how many it can hold at all.
+    http: {
+      requireHostHeader: false,
+      headersTimeout: Math.min(config.HTTP_HEADERS_TIMEOUT_MS, config.HTTP_REQUEST_TIMEOUT_MS),
+      connectionsCheckingInterval: Math.min(1000, config.HTTP_HEADERS_TIMEOUT_MS),
+    },
+    requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS,
+    connectionTimeout: config.HTTP_CONNECTION_TIMEOUT_MS,
+    keepAliveTimeout: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
   }).withTypeProvider<ZodTypeProvider>();
+  answerUnknownExpectations(app.server);
+  app.server.maxConnections = config.HTTP_MAX_CONNECTIONS;
 
   // Every body is JSON. Fastify also parses text/plain by default, which would turn a wrong content
   // type into a confusing parse error; without that parser it is 400 UNSUPPORTED_MEDIA_TYPE.
   app.removeContentTypeParser('text/plain');
+  useDepthLimitedJsonParser(app);
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.setErrorHandler(handleError);
@@ -78,6 +101,9 @@ export async function buildApp(config: ApiConfig, given: ApiDeps): Promise<Fasti
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    if (request.raw.headers.host === undefined && request.raw.httpVersionMinor >= 1) {
+      throw new DomainError('VALIDATION_FAILED', 'The Host header is required.');
+    }
   });
   // The request's single log line (the logger is bound to its request id).
   app.addHook('onResponse', async (request, reply) => {
@@ -126,7 +152,7 @@ export async function buildApp(config: ApiConfig, given: ApiDeps): Promise<Fasti
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   await app.register(metricsPlugin, {
-    sql: deps.sql,
+    sql: given.sql,
     redisUrl: config.REDIS_URL,
     prefix: config.QUEUE_PREFIX,
     partitions: config.QUEUE_PARTITIONS,
@@ -142,6 +168,12 @@ export async function buildApp(config: ApiConfig, given: ApiDeps): Promise<Fasti
       allowActions: config.ADMIN_QUEUE_ACTIONS,
     });
   }
+  const counter = await registerRateLimits(app, config, given.redis);
+  const deps: RouteDeps = {
+    ...given,
+    auth: given.auth ?? QuestAuthorizer.uncached(given.sql),
+    ownerItems: new OwnerItemLimit(counter, config.RATE_LIMIT_OWNER_ITEMS_MAX, config.QUEUE_PREFIX),
+  };
   await app.register(healthRoutes, { deps });
   await app.register(getQuestsRoute, { deps });
   await app.register(getQuestRoute, { deps });

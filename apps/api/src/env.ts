@@ -39,6 +39,31 @@ export const apiEnvSchema = z.object({
   ADMIN_TOKEN: z.preprocess((v) => (v === '' ? undefined : v), z.string().min(16, 'at least 16 characters').optional()),
   /** Let the queue console retry, promote, clean and remove jobs (read-only otherwise). */
   ADMIN_QUEUE_ACTIONS: boolVar(false),
+  /**
+   * How long the API remembers the body an Idempotency-Key was first sent with (in Redis), to refuse
+   * the key with another body at once, also while the first request is pending.
+   */
+  IDEMPOTENCY_GUARD_TTL_MS: intVar(86_400_000, 1000, 30 * 86_400_000),
+  /** Length of every rate-limit window (fixed windows, counted in Redis across API processes). */
+  RATE_LIMIT_WINDOW_MS: intVar(60_000, 1000, 3_600_000),
+  /** Requests per client address per window, on every route but the probes. */
+  RATE_LIMIT_ADDRESS_MAX: intVar(1_000_000, 1, 1_000_000_000),
+  /** Requests per API key per window. */
+  RATE_LIMIT_KEY_MAX: intVar(1_000_000, 1, 1_000_000_000),
+  /** Allocation items per owner per window (a single allocation is 1, a batch its item count). */
+  RATE_LIMIT_OWNER_ITEMS_MAX: intVar(10_000_000, 1, 1_000_000_000),
+  /** Requests answered INVALID_API_KEY per client address per window; beyond it, keyed requests get 429. */
+  RATE_LIMIT_AUTH_FAILURES_MAX: intVar(10_000, 1, 1_000_000_000),
+  /** A request's headers must arrive within this (a slowloris trickling its headers is cut off). */
+  HTTP_HEADERS_TIMEOUT_MS: intVar(10_000, 100, 600_000),
+  /** A whole request, body included, must arrive within this; above BATCH_WAIT_MS is not needed (the answer is not part of it). */
+  HTTP_REQUEST_TIMEOUT_MS: intVar(60_000, 100, 3_600_000),
+  /** A connection with no traffic in either direction for this long is closed. */
+  HTTP_CONNECTION_TIMEOUT_MS: intVar(120_000, 100, 3_600_000),
+  /** An idle keep-alive connection is closed after this. */
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: intVar(5_000, 100, 600_000),
+  /** Most connections open at once per API process; beyond it new ones are closed at once. */
+  HTTP_MAX_CONNECTIONS: intVar(10_000, 1, 1_000_000),
   /** Trust X-Forwarded-* headers (only behind a proxy that sets them). */
   TRUST_PROXY: boolVar(false),
   /** PostgreSQL cancels an API query running longer than this (0: no limit); answered 503. */

@@ -54,6 +54,13 @@ const FASTIFY_CODES: Record<string, MappedError> = {
   },
 };
 
+/**
+ * PostgreSQL's "invalid text representation" class: a value the client sent that the database
+ * cannot take as text or as the column's type (22021: a NUL byte or bad UTF-8; 22P02: e.g. not a
+ * number). Routes validate their inputs first; this keeps any value that slips through a 400.
+ */
+const INVALID_TEXT_SQLSTATES = new Set(['22021', '22P02']);
+
 /** Client errors the framework raises by status alone (4xx it has no specific code for here). */
 const CODE_BY_CLIENT_STATUS: Record<number, ErrorCode> = {
   404: 'ROUTE_NOT_FOUND',
@@ -63,15 +70,28 @@ const CODE_BY_CLIENT_STATUS: Record<number, ErrorCode> = {
   429: 'RATE_LIMITED',
 };
 
+/** At most this many validation issues are reported in `details`; the message says how many there were. */
+export const MAX_REPORTED_ISSUES = 100;
+/** Issues named in the message itself (the rest are in `details`). */
+const ISSUES_IN_MESSAGE = 3;
+const MAX_ISSUE_MESSAGE_LENGTH = 200;
+
+function issueMessage(keyword: unknown, message: unknown): string {
+  // zod names unknown keys in its message; a client's key names are not echoed back (size, logs).
+  if (keyword === 'unrecognized_keys') return 'has keys that are not allowed';
+  if (typeof message !== 'string') return 'is invalid';
+  return message.length > MAX_ISSUE_MESSAGE_LENGTH ? `${message.slice(0, MAX_ISSUE_MESSAGE_LENGTH)}…` : message;
+}
+
 function validationIssues(validation: unknown[], location: string): ValidationIssue[] {
-  return validation.map((raw) => {
+  return validation.slice(0, MAX_REPORTED_ISSUES).map((raw) => {
     const issue = raw as { instancePath?: unknown; keyword?: unknown; message?: unknown };
     const pointer = typeof issue.instancePath === 'string' ? issue.instancePath : '';
     return {
       location,
       path: pointer.split('/').filter(Boolean).join('.'),
       code: typeof issue.keyword === 'string' ? issue.keyword : 'invalid',
-      message: typeof issue.message === 'string' ? issue.message : 'is invalid',
+      message: issueMessage(issue.keyword, issue.message),
     };
   });
 }
@@ -86,11 +106,21 @@ export function mapError(error: unknown): MappedError {
   const e = (typeof error === 'object' && error !== null ? error : {}) as FrameworkErrorLike;
   if (Array.isArray(e.validation)) {
     const issues = validationIssues(e.validation, typeof e.validationContext === 'string' ? e.validationContext : 'request');
-    const summary = issues.map((i) => `${i.path ? `${i.location}.${i.path}` : i.location}: ${i.message}`).join('; ');
-    return { code: 'VALIDATION_FAILED', message: `Invalid request: ${summary}`, details: issues };
+    const summary = issues
+      .slice(0, ISSUES_IN_MESSAGE)
+      .map((i) => `${i.path ? `${i.location}.${i.path}` : i.location}: ${i.message}`)
+      .join('; ');
+    const total = e.validation.length;
+    const more =
+      total <= ISSUES_IN_MESSAGE
+        ? ''
+        : ` (${total} issues in all; ${total > MAX_REPORTED_ISSUES ? `the first ${MAX_REPORTED_ISSUES}` : 'all'} in details)`;
+    return { code: 'VALIDATION_FAILED', message: `Invalid request: ${summary}${more}`, details: issues };
   }
   const known = typeof e.code === 'string' ? FASTIFY_CODES[e.code] : undefined;
   if (known) return known;
+  if (typeof e.code === 'string' && INVALID_TEXT_SQLSTATES.has(e.code) && typeof e.statusCode !== 'number')
+    return { code: 'VALIDATION_FAILED', message: 'The request contains a value that is not valid text for its field.' };
   if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
     const code = CODE_BY_CLIENT_STATUS[e.statusCode] ?? 'VALIDATION_FAILED';
     // Client errors raised by the framework describe the request, not the server: safe to show.
@@ -150,7 +180,8 @@ function drainUnreadBody(request: FastifyRequest, reply: FastifyReply): void {
 }
 
 export function sendError(request: FastifyRequest, reply: FastifyReply, mapped: MappedError): FastifyReply {
-  if (mapped.code === 'PAYLOAD_TOO_LARGE' || mapped.code === 'UNSUPPORTED_MEDIA_TYPE') drainUnreadBody(request, reply);
+  // Any answer given before the body was read (too large, not JSON, nested too deep): a no-op otherwise.
+  drainUnreadBody(request, reply);
   const body = errorBody(mapped, request.id);
   reply.code(body.statusCode).header('x-request-id', request.id).type('application/json; charset=utf-8');
   if (body.statusCode === 503) reply.header('retry-after', '1');
@@ -173,6 +204,7 @@ export function handleNotFound(request: FastifyRequest, reply: FastifyReply): Fa
 }
 
 const STANDARD_ERRORS = {
+  429: 'RATE_LIMITED: over a rate limit (per client address, API key, owner allocation items, or failed authentications; see the README). Retry-After says when to retry; x-ratelimit-limit, -remaining and -reset describe the limit.',
   500: 'INTERNAL_ERROR: unexpected server error.',
   503: 'DATABASE_UNAVAILABLE (or QUEUE_UNAVAILABLE): a dependency is unreachable; retry later.',
 } as const;

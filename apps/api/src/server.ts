@@ -3,10 +3,12 @@ import { ConfigError } from '@quest/config';
 import { createSql } from '@quest/db';
 import { migrate } from '@quest/db/migrate';
 import { createAllocator } from '@quest/queue';
+import { Redis } from 'ioredis';
 import { buildApp } from './app.ts';
 import { QuestAuthorizer } from './auth.ts';
 import { type ApiConfig, loadApiConfig } from './env.ts';
 import { FeatureFlagCache } from './flags.ts';
+import { IdempotencyGuard } from './idempotency-guard.ts';
 import { createLogger } from './logger.ts';
 
 let config: ApiConfig;
@@ -39,7 +41,20 @@ try {
     maxItemsPerJob: config.COALESCE_MAX_ITEMS,
     retentionSeconds: Math.max(config.JOB_RETENTION_SECONDS, Math.ceil((2 * config.BATCH_WAIT_MS) / 1000)),
   });
-  const app = await buildApp(config, { sql, flags, allocator, auth, logger });
+  // The API's own Redis connection (the queue's are the allocator's): the Idempotency-Key guard
+  // and the rate limits shared by every API process.
+  // Fails fast instead of queueing while Redis is away: limits then fail open and the guard
+  // answers 503 QUEUE_UNAVAILABLE at once (the queue is down too), and reads keep working.
+  const redis = new Redis(config.REDIS_URL, {
+    maxRetriesPerRequest: 1,
+    enableOfflineQueue: false,
+    commandTimeout: 500,
+    lazyConnect: true,
+  });
+  redis.on('error', (err) => logger.warn({ err }, 'redis connection error (idempotency guard)'));
+  await redis.connect();
+  const idempotency = new IdempotencyGuard(redis, { prefix: config.QUEUE_PREFIX, ttlMs: config.IDEMPOTENCY_GUARD_TTL_MS });
+  const app = await buildApp(config, { sql, flags, allocator, auth, logger, idempotency, redis });
   await app.listen({ host: config.HOST, port: config.PORT });
 
   // Stop taking requests, let in-flight ones finish (they may be waiting on an allocation), then close the pools.
@@ -58,6 +73,7 @@ try {
     clearInterval(sweep);
     // Each step is bounded, so a Redis or PostgreSQL that is gone cannot hold the process.
     await allocator.close();
+    redis.disconnect();
     await Promise.race([auth.stop(), new Promise((r) => setTimeout(r, 1000).unref())]);
     await sql.end({ timeout: 1 });
     logger.info('stopped');

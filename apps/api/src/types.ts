@@ -1,9 +1,12 @@
 import type { Sql } from '@quest/db';
 import type { Allocator } from '@quest/queue';
 import type { FastifyBaseLogger } from 'fastify';
+import type { Redis } from 'ioredis';
+import type { OwnerItemLimit } from './rate-limits.ts';
 import type { ApiConfig } from './env.ts';
 import type { QuestAuthorizer } from './auth.ts';
 import type { FeatureFlagCache } from './flags.ts';
+import type { IdempotencyGuard } from './idempotency-guard.ts';
 
 export type { ApiConfig } from './env.ts';
 
@@ -14,12 +17,19 @@ export interface ApiDeps {
   allocator: Allocator;
   /** Key/quest ownership checks; an uncached one (a query per check) when omitted. */
   auth?: QuestAuthorizer;
+  /**
+   * Refuses a reused Idempotency-Key with a different body while the first is pending (server.ts
+   * always gives one; tests of routes that take no Idempotency-Key may leave it out).
+   */
+  idempotency?: IdempotencyGuard;
+  /** Redis shared by every API process for rate limits; limits are counted in this process without it. */
+  redis?: Redis;
   /** Process logger (see createLogger); a fresh one at LOG_LEVEL when omitted. */
   logger?: FastifyBaseLogger;
 }
 
 /** The dependencies routes see: buildApp fills in what ApiDeps leaves optional. */
-export type RouteDeps = ApiDeps & { auth: QuestAuthorizer };
+export type RouteDeps = ApiDeps & { auth: QuestAuthorizer; ownerItems: OwnerItemLimit };
 
 /** Options the allocation routes plugin is registered with. Import from here, not from app.ts (that would be a cycle). */
 export interface AllocationRoutesOptions {

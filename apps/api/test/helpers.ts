@@ -6,6 +6,8 @@ import { createTestDatabase, OpenApiContract, type TestDatabase } from '@quest/t
 import { buildApp } from '../src/app.ts';
 import { type ApiConfig, loadApiConfig } from '../src/env.ts';
 import { FeatureFlagCache } from '../src/flags.ts';
+import type { IdempotencyGuard } from '../src/idempotency-guard.ts';
+import type { Redis } from 'ioredis';
 import { createLogger } from '../src/logger.ts';
 
 // ---------------------------------------------------------------------------------------------
@@ -43,6 +45,9 @@ export interface TestAppOptions {
   sql?: Sql;
   allocator?: Allocator;
   logs?: LogCapture;
+  idempotency?: IdempotencyGuard;
+  /** Redis for shared rate-limit counters (in-process counters without it). */
+  redis?: Redis;
   /** Hook to add test-only routes before the app is ready. */
   extend?: (app: FastifyInstance) => void;
 }
@@ -77,6 +82,8 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
     flags,
     allocator: opts.allocator ?? readOnlyAllocator(),
     logger,
+    idempotency: opts.idempotency,
+    redis: opts.redis,
   });
   opts.extend?.(app);
   await app.ready();

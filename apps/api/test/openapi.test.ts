@@ -99,10 +99,10 @@ describe('OpenAPI document', () => {
 
   it('documents each status with a JSON schema, error statuses with the envelope', () => {
     const expected: Record<string, { ok: string; errors: string[] }> = {
-      '/quests/{questId}': { ok: 'QuestDetail', errors: ['400', '401', '404', '500', '503'] },
-      '/quests': { ok: '', errors: ['400', '500', '503'] },
-      '/campaigns/{id}': { ok: 'Campaign', errors: ['400', '404', '500', '503'] },
-      '/readyz': { ok: 'Readiness', errors: ['500', '503'] },
+      '/quests/{questId}': { ok: 'QuestDetail', errors: ['400', '401', '404', '429', '500', '503'] },
+      '/quests': { ok: '', errors: ['400', '429', '500', '503'] },
+      '/campaigns/{id}': { ok: 'Campaign', errors: ['400', '404', '429', '500', '503'] },
+      '/readyz': { ok: 'Readiness', errors: ['429', '500', '503'] },
     };
     for (const [path, { ok, errors }] of Object.entries(expected)) {
       const responses = op(path).responses;

@@ -39,6 +39,38 @@ export function intQueryParam(opts: { default: number; min: number; max: number;
     .meta({ type: 'integer', minimum: opts.min, maximum: opts.max, pattern: undefined, description: opts.description });
 }
 
+/**
+ * Longest id a path may carry, as documented; the router's `maxParamLength` is set to it so an
+ * over-long id is a VALIDATION_FAILED answer from the schema, not the router's own 400 or 404.
+ */
+export const ID_PARAM_MAX_LENGTH = 200;
+
+/** A lowercased ULID (Crockford base32 without i, l, o, u; first character 0–7), as `newId` makes. */
+const ULID = '[0-7][0-9a-hjkmnp-tv-z]{25}';
+/** The 32 base64url characters of a key derived from an Idempotency-Key (`idempotentRequestKey`). */
+const DERIVED = 'k[A-Za-z0-9_-]{32}';
+const requestKey = (prefix: 'alc' | 'bat') => `${prefix}_(?:${ULID}|${DERIVED})`;
+/** A batch item's allocation id: `<batch id>:<index>`, the index without sign or leading zero. */
+const BATCH_ITEM = `${requestKey('bat')}:(?:0|[1-9][0-9]{0,8})`;
+
+/**
+ * Ids in paths, by their real format, so anything else (a NUL byte, spaces, another prefix) is a
+ * 400 before any lookup. Shared by every route that takes one, so all routes agree.
+ */
+export const allocationIdParamSchema = z
+  .string()
+  .max(ID_PARAM_MAX_LENGTH)
+  .regex(new RegExp(`^(?:${requestKey('alc')}|${BATCH_ITEM})$`), 'must be an allocation id (alc_… or <batch id>:<index>)')
+  .meta({
+    description: 'Allocation id: `alc_…` as answered by POST /quests/{questId}, or `<batch id>:<index>` for a batch item.',
+  });
+
+export const batchIdParamSchema = z
+  .string()
+  .max(ID_PARAM_MAX_LENGTH)
+  .regex(new RegExp(`^${requestKey('bat')}$`), 'must be a batch id (bat_…)')
+  .meta({ description: 'Batch id (`bat_…`) as answered by POST /quests/{questId}/batches.' });
+
 export const PAGE_LIMIT_DEFAULT = 20;
 export const PAGE_LIMIT_MAX = 100;
 

@@ -12,6 +12,10 @@ import {
   payoutSchema,
   toChecksumAddress,
   questIdParamsSchema,
+  allocationIdParamSchema,
+  batchIdParamSchema,
+  INT32_MAX,
+  intQueryParam,
 } from '@quest/domain';
 import {
   type BatchRow,
@@ -23,6 +27,7 @@ import {
 } from '@quest/db';
 import { errorResponses } from '../errors.ts';
 import { countAllocation, countBatchItems } from '../metrics.ts';
+import { IdempotencyGuard } from '../idempotency-guard.ts';
 import type { AllocationRoutesOptions } from '../types.ts';
 
 /**
@@ -85,9 +90,10 @@ const batchView = z.object({
   completed_at: z.string().nullable(),
   results: z.array(batchResult).optional(),
 });
+// Digits only, like every other route's query parameters (intQueryParam), never z.coerce.
 const pageQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(1000).default(100).meta({ description: 'Results per page (1..1000, default 100).' }),
-  offset: z.coerce.number().int().min(0).default(0).meta({ description: 'Results to skip (default 0).' }),
+  limit: intQueryParam({ default: 100, min: 1, max: 1000, description: 'Results per page (1..1000, default 100).' }),
+  offset: intQueryParam({ default: 0, min: 0, max: INT32_MAX, description: 'Results to skip (default 0).' }),
 });
 
 const rejection = (code: string) => ({ code, message: DEFAULT_MESSAGE[code as ErrorCode] ?? code });
@@ -131,7 +137,7 @@ const toResultView = (r: Awaited<ReturnType<typeof getBatchResults>>[number]) =>
 const plainJson = () => (data: unknown) => JSON.stringify(data);
 
 export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = async (app, { deps, config }) => {
-  const { sql, allocator, flags, auth } = deps;
+  const { sql, allocator, flags, auth, idempotency, ownerItems } = deps;
 
   app.post(
     '/quests/:questId',
@@ -162,9 +168,11 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
       flags.require('quests');
       const { questId } = request.params;
       const { ownerId } = await auth.authorize(request.headers['x-api-key'], questId);
+      await ownerItems.charge(reply, ownerId, 1);
       const idem = request.headers['idempotency-key'];
       const key = idem ? idempotentRequestKey(ownerId, questId, idem, 'alc') : newId('alc');
       const { points, address } = request.body;
+      if (idem && idempotency) await idempotency.claim(key, IdempotencyGuard.digest([address.toLowerCase(), points]));
       const result = await allocator.allocate({ key, questId, points, address, requestId: request.id });
       countAllocation(result);
       switch (result.status) {
@@ -202,7 +210,7 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
           'Owner-only. Answers from PostgreSQL: pending, completed with the payout, rejected with the error, or failed.',
         tags: ['allocations'],
         security: [{ apiKey: [] }],
-        params: questParams.extend({ allocationId: z.string().min(1).max(200) }),
+        params: questParams.extend({ allocationId: allocationIdParamSchema }),
         headers: idempotencyHeaders.pick({ 'x-api-key': true }),
         response: {
           200: z.object({ allocation: allocationView }),
@@ -271,9 +279,11 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
           `A batch holds at most ${config.BATCH_MAX_ITEMS} allocations; this one has ${items.length}.`,
         );
       }
+      await ownerItems.charge(reply, ownerId, items.length);
       const idem = request.headers['idempotency-key'];
       const batchId = idem ? idempotentRequestKey(ownerId, questId, idem, 'bat') : newId('bat');
       const digest = batchDigest(items);
+      if (idem && idempotency) await idempotency.claim(batchId, digest);
       const { row } = await createOrGetBatch(sql, {
         id: batchId,
         questId,
@@ -322,7 +332,7 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
         summary: 'Get a batch: status, progress and a page of its results',
         tags: ['batches'],
         security: [{ apiKey: [] }],
-        params: questParams.extend({ batchId: z.string().min(1).max(200) }),
+        params: questParams.extend({ batchId: batchIdParamSchema }),
         headers: idempotencyHeaders.pick({ 'x-api-key': true }),
         querystring: pageQuery,
         response: {

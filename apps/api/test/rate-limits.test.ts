@@ -1,0 +1,118 @@
+import { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis } from '@quest/testing';
+import type { Allocator } from '@quest/queue';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAccount, createOwner, createQuest, type SeededOwner, startTestApp, type TestApp } from './helpers.ts';
+
+/** Rate limits (issue 11, item 9): 429 RATE_LIMITED in the envelope, with Retry-After and x-ratelimit-*. */
+
+const pendingAllocator: Allocator = {
+  allocate: async () => ({ status: 'pending', jobId: undefined, enqueuedAt: Date.now() }),
+  runBatch: async () => ({ status: 'pending' }),
+  ping: async () => {},
+  liveWorkers: async () => 1,
+  close: async () => {},
+};
+
+let db: TestDatabase;
+let redisServer: TestRedis;
+let redis: Redis;
+let owner: SeededOwner;
+let questId: number;
+let address: `0x${string}`;
+const apps: TestApp[] = [];
+
+beforeAll(async () => {
+  [db, redisServer] = await Promise.all([createTestDatabase({ max: 4 }), createTestRedis()]);
+  redis = new Redis(redisServer.url, { maxRetriesPerRequest: 1 });
+  owner = await createOwner(db.sql);
+  questId = await createQuest(db.sql, { ownerId: owner.id, totalPoints: 1_000_000 });
+  address = (await createAccount(db.sql)).address;
+});
+afterAll(async () => {
+  for (const a of apps) await a.close();
+  redis?.disconnect();
+  await redisServer?.cleanup();
+  await db?.drop();
+});
+
+/** An app whose limits are counted in the shared Redis under a prefix of the test's own. */
+async function appWith(env: Record<string, string>, prefix: string): Promise<TestApp> {
+  const app = await startTestApp({
+    db,
+    redis,
+    allocator: pendingAllocator,
+    env: { QUEUE_PREFIX: `${redisServer.prefix}-${prefix}`, ...env },
+  });
+  apps.push(app);
+  return app;
+}
+
+function expect429(res: Awaited<ReturnType<TestApp['request']>>) {
+  expect(res.statusCode, res.body).toBe(429);
+  expect(res.json()).toMatchObject({ statusCode: 429, code: 'RATE_LIMITED', requestId: expect.any(String) });
+  expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+  expect(res.headers['x-ratelimit-limit']).toBeDefined();
+  expect(res.headers['x-ratelimit-remaining']).toBe('0');
+}
+
+describe('rate limits', () => {
+  it('per client address on public routes, shared by every API process through Redis', async () => {
+    const first = await appWith({ RATE_LIMIT_ADDRESS_MAX: '3' }, 'address');
+    const second = await appWith({ RATE_LIMIT_ADDRESS_MAX: '3' }, 'address');
+    expect((await first.request({ method: 'GET', url: '/quests' })).statusCode).toBe(200);
+    expect((await second.request({ method: 'GET', url: '/quests' })).statusCode).toBe(200);
+    expect((await first.request({ method: 'GET', url: '/quests' })).statusCode).toBe(200);
+    expect429(await second.request({ method: 'GET', url: '/quests' }));
+    expect((await first.request({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+  });
+
+  it('per API key', async () => {
+    const t = await appWith({ RATE_LIMIT_KEY_MAX: '2' }, 'key');
+    const get = () => t.request({ method: 'GET', url: `/quests/${questId}`, headers: { 'x-api-key': owner.apiKey } });
+    expect((await get()).statusCode).toBe(200);
+    expect((await get()).statusCode).toBe(200);
+    expect429(await get());
+  });
+
+  it('per owner, counting batch items as items', async () => {
+    const t = await appWith({ RATE_LIMIT_OWNER_ITEMS_MAX: '5' }, 'owner');
+    const batch = (n: number) =>
+      t.request({
+        method: 'POST',
+        url: `/quests/${questId}/batches`,
+        payload: { allocations: Array.from({ length: n }, () => ({ address: address.toLowerCase(), points: 1 })) },
+        headers: { 'x-api-key': owner.apiKey },
+      });
+    expect((await batch(4)).statusCode).toBe(202);
+    expect429(await batch(2));
+    expect429(
+      await t.request({
+        method: 'POST',
+        url: `/quests/${questId}`,
+        payload: { address, points: 1 },
+        headers: { 'x-api-key': owner.apiKey },
+      }),
+    );
+  });
+
+  it('failed authentications per client address', async () => {
+    const t = await appWith({ RATE_LIMIT_AUTH_FAILURES_MAX: '2' }, 'auth');
+    const get = (key: string) => t.request({ method: 'GET', url: `/quests/${questId}`, headers: { 'x-api-key': key } });
+    const unknown = `sk_${'x'.repeat(43)}`;
+    expect((await get(unknown)).statusCode).toBe(401);
+    expect((await get(unknown)).statusCode).toBe(401);
+    expect429(await get(unknown));
+    expect429(await get(owner.apiKey));
+  });
+
+  it('documents 429 RATE_LIMITED on every operation but liveness, which is never limited', () => {
+    const doc = apps[0]!.contract.doc as unknown as {
+      paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
+    };
+    for (const [path, ops] of Object.entries(doc.paths)) {
+      if (path === '/healthz') continue;
+      for (const [method, op] of Object.entries(ops)) expect(op.responses['429'], `${method} ${path}`).toBeDefined();
+    }
+  });
+});
