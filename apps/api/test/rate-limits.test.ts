@@ -2,6 +2,7 @@ import { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis 
 import type { Allocator } from '@quest/queue';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { registry } from '../src/metrics.ts';
 import { createAccount, createOwner, createQuest, type SeededOwner, startTestApp, type TestApp } from './helpers.ts';
 
 /** Rate limits (issue 11, item 9): 429 RATE_LIMITED in the envelope, with Retry-After and x-ratelimit-*. */
@@ -104,6 +105,15 @@ describe('rate limits', () => {
     expect((await get(unknown)).statusCode).toBe(401);
     expect429(await get(unknown));
     expect429(await get(owner.apiKey));
+  });
+
+  it('counts every 429 in quest_rate_limited_total by scope (after the cases above)', async () => {
+    // The process's registry, as GET /metrics serializes it.
+    const text = await registry.getSingleMetricAsString('quest_rate_limited_total');
+    for (const scope of ['address', 'key', 'owner_items', 'auth_failures']) {
+      const line = new RegExp(`^quest_rate_limited_total\\{scope="${scope}"\\} (\\d+)$`, 'm').exec(text);
+      expect(Number(line?.[1]), scope).toBeGreaterThanOrEqual(1);
+    }
   });
 
   it('documents 429 RATE_LIMITED on every operation but liveness, which is never limited', () => {
