@@ -1,5 +1,4 @@
 import { ERROR_CODES, type ErrorCode, newId, STATUS_BY_CODE } from '@quest/domain';
-import type { Allocator } from '@quest/queue';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -9,6 +8,7 @@ import {
   createQuest,
   randomAddress,
   type SeededOwner,
+  pendingAllocator,
   startTestApp,
   type TestApp,
 } from './helpers.ts';
@@ -24,14 +24,6 @@ import {
  * Bounded: FUZZ_RUNS requests per operation (default 150); set FUZZ_RUNS higher for a long run.
  */
 const RUNS = Number(process.env.FUZZ_RUNS ?? 150);
-
-const pendingAllocator: Allocator = {
-  allocate: async () => ({ status: 'pending', jobId: undefined, enqueuedAt: Date.now() }),
-  runBatch: async () => ({ status: 'pending' }),
-  ping: async () => {},
-  liveWorkers: async () => 1,
-  close: async () => {},
-};
 
 interface Operation {
   parameters?: { name: string; in: string; required?: boolean }[];

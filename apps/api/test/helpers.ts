@@ -22,6 +22,15 @@ export function readOnlyAllocator(ping: () => Promise<void> = async () => {}): A
   return { allocate: unused, runBatch: unused, ping, liveWorkers: async () => 0, close: async () => {} };
 }
 
+/** An Allocator that accepts everything and decides nothing: every allocation and batch stays pending. */
+export const pendingAllocator: Allocator = {
+  allocate: async () => ({ status: 'pending', jobId: undefined, enqueuedAt: Date.now() }),
+  runBatch: async () => ({ status: 'pending' }),
+  ping: async () => {},
+  liveWorkers: async () => 1,
+  close: async () => {},
+};
+
 /** Log lines written by the app, parsed. */
 export class LogCapture extends Writable {
   readonly raw: string[] = [];

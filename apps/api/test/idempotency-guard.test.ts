@@ -1,5 +1,4 @@
 import { createTestRedis, type TestRedis } from '@quest/testing';
-import type { Allocator } from '@quest/queue';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IdempotencyGuard } from '../src/idempotency-guard.ts';
@@ -9,6 +8,7 @@ import {
   createQuest,
   randomAddress,
   type SeededOwner,
+  pendingAllocator,
   startTestApp,
   type TestApp,
 } from './helpers.ts';
@@ -18,14 +18,6 @@ import {
  * the first request is pending. The allocator here never decides: every allocation stays pending,
  * the case where the ledger cannot yet tell the bodies apart.
  */
-
-const pendingAllocator: Allocator = {
-  allocate: async () => ({ status: 'pending', jobId: undefined, enqueuedAt: Date.now() }),
-  runBatch: async () => ({ status: 'pending' }),
-  ping: async () => {},
-  liveWorkers: async () => 1,
-  close: async () => {},
-};
 
 let t: TestApp;
 let redisServer: TestRedis;

@@ -1,19 +1,18 @@
 import { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis } from '@quest/testing';
-import type { Allocator } from '@quest/queue';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registry } from '../src/metrics.ts';
-import { createAccount, createOwner, createQuest, type SeededOwner, startTestApp, type TestApp } from './helpers.ts';
+import {
+  createAccount,
+  createOwner,
+  createQuest,
+  type SeededOwner,
+  pendingAllocator,
+  startTestApp,
+  type TestApp,
+} from './helpers.ts';
 
 /** Rate limits (issue 11, item 9): 429 RATE_LIMITED in the envelope, with Retry-After and x-ratelimit-*. */
-
-const pendingAllocator: Allocator = {
-  allocate: async () => ({ status: 'pending', jobId: undefined, enqueuedAt: Date.now() }),
-  runBatch: async () => ({ status: 'pending' }),
-  ping: async () => {},
-  liveWorkers: async () => 1,
-  close: async () => {},
-};
 
 let db: TestDatabase;
 let redisServer: TestRedis;
