@@ -14,7 +14,7 @@ import { useDepthLimitedJsonParser } from './json-body.ts';
 import { createLogger } from './logger.ts';
 import { metricsPlugin } from './metrics.ts';
 import { queueConsole } from './queue-console.ts';
-import { OwnerItemLimit, registerRateLimits } from './rate-limits.ts';
+import { registerRateLimits } from './rate-limits.ts';
 import { requestIdFor } from './request-id.ts';
 import { allocationRoutes } from './routes/allocations.ts';
 import { getCampaignRoute } from './routes/get-campaign.ts';
@@ -168,11 +168,11 @@ export async function buildApp(config: ApiConfig, given: ApiDeps): Promise<Fasti
       allowActions: config.ADMIN_QUEUE_ACTIONS,
     });
   }
-  const counter = await registerRateLimits(app, config, given.redis);
+  const ownerItems = await registerRateLimits(app, config, given.redis);
   const deps: RouteDeps = {
     ...given,
     auth: given.auth ?? QuestAuthorizer.uncached(given.sql),
-    ownerItems: new OwnerItemLimit(counter, config.RATE_LIMIT_OWNER_ITEMS_MAX, config.QUEUE_PREFIX),
+    ownerItems,
   };
   await app.register(healthRoutes, { deps });
   await app.register(getQuestsRoute, { deps });
