@@ -252,7 +252,8 @@ export class WindowTally {
   async read(key: string): Promise<{ count: number; resetMs: number }> {
     const now = this.#now();
     const seen = this.#seen.get(key);
-    if (seen && seen.resetAt > now && now - seen.readAt < this.#refreshMs) return { count: seen.count, resetMs: seen.resetAt - now };
+    if (seen && seen.resetAt > now && now - seen.readAt < this.#refreshMs)
+      return { count: seen.count, resetMs: seen.resetAt - now };
     if (!this.#redis) return { count: 0, resetMs: this.#windowMs };
     return this.#fetch(key, 0);
   }

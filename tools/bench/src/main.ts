@@ -15,6 +15,7 @@ import {
   type Service,
   type ServiceEnv,
   startApi,
+  startReference,
   startWorkerProcess,
   waitForPool,
 } from './procs.ts';
@@ -75,7 +76,11 @@ const program = new Command()
     'postgres://postgres@127.0.0.1:5432/postgres',
   )
   .option('--redis-url <url>', 'Redis server (a fresh key prefix is used)', 'redis://127.0.0.1:6379')
-  .option('--keep', 'keep the bench database and Redis keys afterwards (for inspection)', false);
+  .option('--keep', 'keep the bench database and Redis keys afterwards (for inspection)', false)
+  .option(
+    '--no-reference',
+    'skip the reference service (a plain synchronous Fastify + postgres.js service) in latency, throughput and hot',
+  );
 
 program.parse();
 const opts = program.opts<{
@@ -92,6 +97,7 @@ const opts = program.opts<{
   pgUrl: string;
   redisUrl: string;
   keep: boolean;
+  reference: boolean;
 }>();
 
 const selected = new Set<ScenarioName>(
@@ -334,6 +340,9 @@ async function startService(base: BaseCtx): Promise<Ctx> {
   log(`starting the API and ${cfg.workers} workers (${opts.runtime})`);
   const [api] = await Promise.all([startApi(env, profileArgs('api')), startWorkers(cfg.workers)]);
   log(`API at ${api.baseUrl}; workers ${workers.map((w) => `${w.name}(pid ${w.pid})`).join(', ')}`);
+  const wantsReference = opts.reference && ['latency', 'throughput', 'hot'].some((n) => selected.has(n as ScenarioName));
+  const reference = wantsReference ? await startReference({ DATABASE_URL: base.infra.databaseUrl }) : undefined;
+  if (reference) log(`reference service at ${reference.baseUrl}`);
 
   const warmQuests = await seedQuests(base.infra.sql, base.owner.ownerId, 32, 'warm-up');
   const warm = async () => {
@@ -349,14 +358,28 @@ async function startService(base: BaseCtx): Promise<Ctx> {
       }),
     });
     log(`warm-up: ${w.ok200} allocations in ${w.elapsedS.toFixed(1)} s (not measured)`);
+    if (reference) {
+      const wr = await runLoad({
+        baseUrl: reference.baseUrl,
+        apiKey: base.owner.apiKey,
+        connections: 16,
+        durationS: cfg.warmupS,
+        pick: () => ({
+          questId: warmQuests[Math.floor(r() * warmQuests.length)]!,
+          address: accounts[Math.floor(r() * cfg.accountPool)]!,
+        }),
+      });
+      log(`warm-up: reference service ${wr.ok200} allocations (not measured)`);
+    }
   };
   await warm();
 
   const ctx: Ctx = {
     ...base,
-    services: () => [api, ...workers],
+    services: () => [api, ...workers, ...(reference ? [reference] : [])],
     accounts,
     api,
+    ...(reference ? { reference } : {}),
     workers: () => workers,
     async restartWorkers(n) {
       log(`restarting workers: ${workers.length} → ${n}`);
