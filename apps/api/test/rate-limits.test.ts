@@ -108,6 +108,44 @@ describe('rate limits', () => {
     expect429(await get(owner.apiKey));
   });
 
+  it('cost no Redis command per request in steady state: one lease per budget, one failure-count read', async () => {
+    // Its own connection, so every command the limits send is counted (ioredis funnels them all
+    // through sendCommand). Before leasing, each keyed request sent four.
+    const counted = new Redis(redisServer.url, { maxRetriesPerRequest: 1 });
+    const commands: string[] = [];
+    const send = counted.sendCommand.bind(counted);
+    counted.sendCommand = ((command: { name: string }) => {
+      commands.push(command.name);
+      return send(command as Parameters<typeof send>[0]);
+    }) as typeof counted.sendCommand;
+    const t = await startTestApp({
+      db,
+      redis: counted,
+      allocator: pendingAllocator,
+      env: { QUEUE_PREFIX: `${redisServer.prefix}-steady` },
+    });
+    apps.push(t);
+    try {
+      commands.length = 0;
+      const requests = 200;
+      for (let i = 0; i < requests; i++) {
+        const res = await t.request({
+          method: 'POST',
+          url: `/quests/${questId}`,
+          payload: { address, points: 1 },
+          headers: { 'x-api-key': owner.apiKey },
+        });
+        expect(res.statusCode, res.body).toBe(202);
+      }
+      // Budgets: per address, per key, per owner's items; plus the failed-authentication count,
+      // read at most once a second (the loop may straddle a few seconds on a busy machine).
+      const reads = commands.filter((c) => c === 'evalsha' || c === 'eval').length;
+      expect(reads).toBeLessThan(requests / 10);
+    } finally {
+      counted.disconnect();
+    }
+  });
+
   it('are all off with RATE_LIMITS_ENABLED=false', async () => {
     const t = await appWith(
       {

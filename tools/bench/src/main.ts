@@ -475,6 +475,35 @@ function goalTable(outputs: ScenarioOutput[]): string {
     tpRatio === undefined ? '—' : `${formatValue(num(tp), '/s')} = ${tpRatio.toFixed(2)} × ${formatValue(tp!.limit, '/s')}`,
     tpRatio === undefined ? undefined : tpRatio >= 0.5,
   );
+  // Against the reference service (a plain synchronous Fastify + postgres.js service).
+  const vsRef = (scenario: string, metric: string) => {
+    const r = find(scenario, metric);
+    const v = num(r);
+    return v !== undefined && typeof r?.reference === 'number' && r.reference > 0
+      ? { v, ref: r.reference, x: v / r.reference }
+      : undefined;
+  };
+  const refGoal = (goal: string, c: ReturnType<typeof vsRef>, unit: 'ms' | '/s', max?: number, min?: number) =>
+    add(
+      goal,
+      c ? `${formatValue(c.v, unit)} vs ${formatValue(c.ref, unit)} = ${c.x.toFixed(2)}×` : '—',
+      c === undefined ? undefined : (max === undefined || c.x <= max) && (min === undefined || c.x >= min),
+    );
+  refGoal('latency p50 ≤ reference p50', vsRef('latency', 'p50'), 'ms', 1);
+  refGoal('latency p99 ≤ 1.5 × reference p99', vsRef('latency', 'p99'), 'ms', 1.5);
+  const cpuLone = num(find('latency', 'CPU per allocation'));
+  add('CPU per lone allocation ≤ 1.5 ms', formatValue(cpuLone, 'ms'), cpuLone === undefined ? undefined : cpuLone <= 1.5);
+  refGoal('throughput ≥ 2 × reference', vsRef('throughput', 'allocations/s (limit: single'), '/s', undefined, 2);
+  const co = find('throughput', 'allocations/s (limit: coalesced');
+  const coRatio = typeof co?.service === 'number' && co.limit ? co.service / co.limit : undefined;
+  add(
+    'throughput ≥ 0.6 × coalesced-lists limit',
+    coRatio === undefined ? '—' : coRatio.toFixed(2),
+    coRatio === undefined ? undefined : coRatio >= 0.6,
+  );
+  refGoal('hot quest ≥ 15 × reference', vsRef('hot', 'allocations/s (limit: single'), '/s', undefined, 15);
+  const hotP99 = num(find('hot', 'p99'));
+  add('hot quest p99 ≤ 50 ms', formatValue(hotP99, 'ms'), hotP99 === undefined ? undefined : hotP99 <= 50);
   const b = num(find('batch', 'credits/s,'));
   add('4. batch ≥ 30,000 credits/s', formatValue(b, '/s'), b === undefined ? undefined : b >= 30_000);
   const mem = outputs.find((o) => o.name === 'memory')?.rows ?? [];
