@@ -283,6 +283,8 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
       if (idem && idempotency) await idempotency.claim(key, IdempotencyGuard.digest([address.toLowerCase(), points]));
       const result = await allocator.allocate({ key, questId, points, address, requestId: request.id });
       countAllocation(result);
+      // A generated key is never replayed but by a redelivered job: only a client's key makes a replay.
+      if (idem && 'replayed' in result && result.replayed) reply.header('idempotent-replayed', 'true');
       switch (result.status) {
         case 'completed':
           return reply.code(200).send({ payout: result.payout });
@@ -486,7 +488,7 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
       const batchId = idem ? idempotentRequestKey(ownerId, questId, idem, 'bat') : newId('bat');
       const digest = batchDigest(items);
       if (idem && idempotency) await idempotency.claim(batchId, digest);
-      const { row } = await createOrGetBatch(sql, {
+      const { row, created } = await createOrGetBatch(sql, {
         id: batchId,
         questId,
         ownerId,
@@ -495,6 +497,8 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
         points: items.map((i) => i.points),
       });
       if (row.items_digest !== digest) throw new DomainError('IDEMPOTENCY_KEY_REUSED');
+      // An earlier request with this Idempotency-Key created the batch: this answer reports it.
+      if (!created) reply.header('idempotent-replayed', 'true');
 
       let final: BatchRow | undefined = row.status === 'completed' ? row : undefined;
       if (!final) {
