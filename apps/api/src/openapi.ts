@@ -48,10 +48,23 @@ export function documented<S>(
 // Headers
 // ---------------------------------------------------------------------------------------------
 
+/**
+ * The value of a 202's Location header, as a named schema: generators that do not type response
+ * headers (e.g. @hey-api/openapi-ts) still give clients a `StatusUrl` type for it.
+ */
+const STATUS_URL_SCHEMA = {
+  type: 'string',
+  format: 'uri-reference',
+  description:
+    'The status URL of an allocation or batch, relative to the server: `/quests/{questId}/allocations/{allocationId}` ' +
+    'or `/quests/{questId}/batches/{batchId}`. Sent in the Location header of a 202.',
+  examples: ['/quests/7/allocations/alc_01jf8q4g0x7m3r6v2k9d1n5bta'],
+};
+
 export const LOCATION_HEADER: HeaderDoc = {
   description: 'Where to poll for the outcome: the status URL of this allocation or batch, relative to the server.',
   required: true,
-  schema: { type: 'string', format: 'uri-reference', example: '/quests/7/allocations/alc_01jf8q4g0x7m3r6v2k9d1n5bta' },
+  schema: { $ref: '#/components/schemas/StatusUrl' },
 };
 
 export const IDEMPOTENT_REPLAYED_HEADER: HeaderDoc = {
@@ -262,6 +275,7 @@ function addCommonHeaders(doc: DocumentShape): void {
 /** transformObject: the zod components, pruned, and the document-wide parts. */
 export function transformDocument(document: Parameters<typeof jsonSchemaTransformObject>[0]): OpenApiDocument {
   const doc = jsonSchemaTransformObject(document) as OpenApiDocument & DocumentShape;
+  doc.components = { ...doc.components, schemas: { ...doc.components?.schemas, StatusUrl: STATUS_URL_SCHEMA } };
   pruneUnusedComponents(doc);
   addCommonHeaders(doc);
   return doc;
