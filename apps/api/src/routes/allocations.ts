@@ -26,7 +26,14 @@ import {
   getBatchResults,
   recordPendingAllocation,
 } from '@quest/db';
-import { documented, type ErrorExample, errorResponses, IDEMPOTENT_REPLAYED_HEADER, LOCATION_HEADER } from '../openapi.ts';
+import {
+  documented,
+  type ErrorExample,
+  EXAMPLE_PAYOUT,
+  errorResponses,
+  IDEMPOTENT_REPLAYED_HEADER,
+  LOCATION_HEADER,
+} from '../openapi.ts';
 import { countAllocation, countBatchItems } from '../metrics.ts';
 import { IdempotencyGuard } from '../idempotency-guard.ts';
 import type { AllocationRoutesOptions } from '../types.ts';
@@ -141,13 +148,6 @@ const payoutResponse = z
 const allocationResponse = z.object({ allocation: allocationView }).meta({ id: 'AllocationResponse' });
 const batchResponse = z.object({ batch: batchView }).meta({ id: 'BatchResponse' });
 
-const EXAMPLE_ADDRESS = '0x52908400098527886E0F7030069857D2E4169EE7';
-const EXAMPLE_PAYOUT = {
-  id: 'pay_01jf8q4g0x7m3r6v2k9d1n5bta',
-  amount: 250,
-  created_at: '2026-03-01T12:00:00.123Z',
-  account: { pass: EXAMPLE_ADDRESS },
-};
 const EXAMPLE_BATCH = {
   id: 'bat_01jf8q4g0x7m3r6v2k9d1n5btb',
   total: 2,
@@ -440,7 +440,7 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
           ...errorResponses({
             400: {
               description:
-                'Invalid request (a malformed item is named by its index in details; UNSUPPORTED_MEDIA_TYPE for a body that is not JSON; ' +
+                'VALIDATION_FAILED (a malformed item is named by its index in details; UNSUPPORTED_MEDIA_TYPE for a body that is not JSON; ' +
                 'PAYLOAD_TOO_LARGE beyond BATCH_BODY_LIMIT_BYTES), BATCH_TOO_LARGE, IDEMPOTENCY_KEY_REUSED, or QUESTS_DISABLED.',
               codes: [
                 validationExample('allocations.3.address', 'must be 0x followed by 40 hexadecimal digits'),

@@ -1,7 +1,7 @@
 import { type CampaignQuestRow, type CampaignRow, getCampaign, listCampaignQuests } from '@quest/db';
 import { type CampaignView, campaignIdParamsSchema, campaignViewSchema, DomainError } from '@quest/domain';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { documented, errorResponses } from '../openapi.ts';
+import { documented, EXAMPLE_CAMPAIGN, errorResponses } from '../openapi.ts';
 import type { ApiDeps } from '../types.ts';
 
 export function toCampaignView(campaign: CampaignRow, quests: CampaignQuestRow[]): CampaignView {
@@ -47,7 +47,7 @@ export const getCampaignRoute: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async 
         security: [],
         params: campaignIdParamsSchema,
         response: {
-          200: documented(campaignViewSchema, { description: 'The campaign and its public quests.' }),
+          200: documented(campaignViewSchema, { description: 'The campaign and its public quests.', example: EXAMPLE_CAMPAIGN }),
           ...errorResponses({
             400: {
               description: 'VALIDATION_FAILED (bad campaign id) or CAMPAIGNS_DISABLED.',

@@ -9,7 +9,7 @@ import {
 } from '@quest/domain';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { apiKeyHeader } from '../auth.ts';
-import { documented, errorResponses } from '../openapi.ts';
+import { documented, EXAMPLE_QUEST_DETAIL, errorResponses } from '../openapi.ts';
 import type { RouteDeps } from '../types.ts';
 
 export function toQuestDetailView(quest: QuestDetailRow, payouts: PayoutRow[], now: Date): QuestDetailView {
@@ -47,7 +47,10 @@ export const getQuestRoute: FastifyPluginAsyncZod<{ deps: RouteDeps }> = async (
         params: questIdParamsSchema,
         querystring: questDetailQuerySchema,
         response: {
-          200: documented(questDetailViewSchema, { description: 'The quest and a page of its payouts, newest first.' }),
+          200: documented(questDetailViewSchema, {
+            description: 'The quest and a page of its payouts, newest first.',
+            example: EXAMPLE_QUEST_DETAIL,
+          }),
           ...errorResponses({
             400: {
               description: 'VALIDATION_FAILED (bad quest id, limit or offset) or QUESTS_DISABLED.',

@@ -1,7 +1,7 @@
 import { listPublicQuests, type PublicQuestRow } from '@quest/db';
 import { type PublicQuestView, publicQuestListSchema, publicQuestsQuerySchema } from '@quest/domain';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { documented, errorResponses } from '../openapi.ts';
+import { documented, EXAMPLE_PUBLIC_QUESTS, errorResponses } from '../openapi.ts';
 import type { ApiDeps } from '../types.ts';
 
 export function toPublicQuestView(row: PublicQuestRow): PublicQuestView {
@@ -35,7 +35,7 @@ export const getQuestsRoute: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
         security: [],
         querystring: publicQuestsQuerySchema,
         response: {
-          200: documented(publicQuestListSchema, { description: 'Public quests, ascending id.' }),
+          200: documented(publicQuestListSchema, { description: 'Public quests, ascending id.', example: EXAMPLE_PUBLIC_QUESTS }),
           ...errorResponses({
             400: {
               description: 'VALIDATION_FAILED (bad owner address, limit or offset) or QUESTS_DISABLED.',
