@@ -47,6 +47,7 @@ import type { AllocationRoutesOptions } from '../types.ts';
 const questParams = questIdParamsSchema;
 const idempotencyHeaders = z.object({
   'idempotency-key': z.string().min(1).max(255).optional().meta({
+    example: 'order-1234',
     description:
       'Optional. The same owner + quest + key gets the original outcome, never a second credit. Kept as long as the outcome (at least 24 h; in practice forever).',
   }),
@@ -62,7 +63,9 @@ const points = z
 const count = (description: string) => z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).meta({ description });
 const timestamp = (description: string, example: string) => z.iso.datetime().meta({ description, example });
 
-const allocateBody = z.strictObject({ points, address: passAddressSchema });
+const allocateBody = z
+  .strictObject({ points, address: passAddressSchema })
+  .meta({ example: { points: 250, address: EXAMPLE_PAYOUT.account.pass } });
 const errorView = z
   .object({
     code: errorCodeSchema,
@@ -95,12 +98,21 @@ const allocationView = z
   .meta({ id: 'Allocation', description: 'An allocation and where it stands.' });
 
 const batchItem = z.strictObject({ address: passAddressLowerSchema, points });
-const batchBody = z.strictObject({
-  allocations: z
-    .array(batchItem)
-    .min(1)
-    .meta({ description: 'Allocations, decided in this order. At most BATCH_MAX_ITEMS (default 10,000).' }),
-});
+const batchBody = z
+  .strictObject({
+    allocations: z
+      .array(batchItem)
+      .min(1)
+      .meta({ description: 'Allocations, decided in this order. At most BATCH_MAX_ITEMS (default 10,000).' }),
+  })
+  .meta({
+    example: {
+      allocations: [
+        { address: EXAMPLE_PAYOUT.account.pass, points: 250 },
+        { address: '0xCC9c7d5148a0EDF1514037c47dfA6f9F0513149f', points: 40 },
+      ],
+    },
+  });
 const batchResult = z
   .object({
     index: z.number().int().min(0).max(INT32_MAX).meta({ description: "The item's index in the request's `allocations`." }),
