@@ -48,6 +48,9 @@ export function documented<S>(
 // Headers
 // ---------------------------------------------------------------------------------------------
 
+/** The request id used in every example. */
+export const EXAMPLE_REQUEST_ID = '5b0e7f0a-3c1d-4f8e-9a52-1c7d2e6b9f40';
+
 /**
  * The value of a 202's Location header, as a named schema: generators that do not type response
  * headers (e.g. @hey-api/openapi-ts) still give clients a `StatusUrl` type for it.
@@ -78,7 +81,7 @@ export const IDEMPOTENT_REPLAYED_HEADER: HeaderDoc = {
 const REQUEST_ID_HEADER: HeaderDoc = {
   description: "The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID.",
   required: true,
-  schema: { type: 'string', example: '5b0e7f0a-3c1d-4f8e-9a52-1c7d2e6b9f40' },
+  schema: { type: 'string', example: EXAMPLE_REQUEST_ID },
 };
 
 const RETRY_AFTER_HEADER: HeaderDoc = {
@@ -98,9 +101,6 @@ const RATE_LIMIT_HEADERS: Record<string, HeaderDoc> = {
 // ---------------------------------------------------------------------------------------------
 // Error responses: the envelope, with one example per code the route can answer with that status
 // ---------------------------------------------------------------------------------------------
-
-/** The request id used in every example. */
-export const EXAMPLE_REQUEST_ID = '5b0e7f0a-3c1d-4f8e-9a52-1c7d2e6b9f40';
 
 /** An example answer with a more specific message or details than the code's default. */
 export interface ErrorExample {
