@@ -157,17 +157,19 @@ export async function apiScaleScenario(ctx: BaseCtx, o: ApiScaleOptions): Promis
           QUEUE_PREFIX: prefix,
           QUEUE_PARTITIONS: String(o.partitions),
           LOG_LEVEL: 'warn',
-          // Small pools: n API processes share PostgreSQL with everyone else on the machine.
-          DATABASE_POOL_MAX: '8',
         };
+        // Small pools: PostgreSQL's connections are shared with everyone else on the machine. A
+        // worker runs at most one job per partition it owns; the API's pool serves 202s and auth.
+        const workerEnv = { ...env, DATABASE_POOL_MAX: String(Math.min(10, o.partitions + 2)) };
+        const apiEnv = { ...env, DATABASE_POOL_MAX: '4' };
         const ids = Array.from({ length: o.workers }, (_, i) => `bench-a${n}r${run}w${i + 1}`);
-        const workers = ids.map((id) => startWorkerProcess(env, id, o.profileArgs('worker')));
+        const workers = ids.map((id) => startWorkerProcess(workerEnv, id, o.profileArgs('worker')));
         let apis: (Service & { baseUrl: string })[] = [];
         try {
           await waitForPool(redis, prefix, o.partitions, ids, workers);
           apis = await Promise.all(
             Array.from({ length: n }, async (_, i) => {
-              const api = await startApi(env, o.profileArgs('api'));
+              const api = await startApi(apiEnv, o.profileArgs('api'));
               api.name = `api${i + 1}`;
               return api;
             }),
