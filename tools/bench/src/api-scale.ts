@@ -6,6 +6,7 @@ import { Redis } from 'ioredis';
 import { type LoadResult, runLoad } from './http-load.ts';
 import { freePort, type Service, type ServiceEnv, startApi, startWorkerProcess, waitForPool } from './procs.ts';
 import { type BaseCtx, finish, jobStats, type JobStats, measured, type ScenarioOutput, type Verdict } from './scenarios.ts';
+import { partitionOf } from '@quest/domain';
 import { seedAccounts, seedQuests } from './seed.ts';
 import { type Row, rng } from './stats.ts';
 
@@ -29,6 +30,11 @@ export interface ApiScaleOptions {
   connections: number;
   quests: number;
   accountPool: number;
+  /**
+   * Route by quest, as a load balancer hashing on the quest path would: API process i gets only
+   * the quests of partitions p with p mod n = i, so each partition's requests meet in one process.
+   */
+  affinity: boolean;
   profileArgs: (role: 'api' | 'worker') => string[];
 }
 
@@ -149,7 +155,7 @@ export async function apiScaleScenario(ctx: BaseCtx, o: ApiScaleOptions): Promis
   try {
     for (const n of o.apiCounts) {
       for (let run = 1; run <= o.repeat; run++) {
-        const label = `api-scale ${n} API run ${run}`;
+        const label = `api-scale ${n} API${o.affinity ? ' (quest affinity)' : ''} run ${run}`;
         const prefix = `qrs_${n}_${run}_${Date.now().toString(36)}`;
         const env: ServiceEnv = {
           DATABASE_URL: infra.databaseUrl,

@@ -51,6 +51,11 @@ const program = new Command()
     v.split(',').map((n) => Number.parseInt(n, 10)),
   )
   .option('--allocations <n>', 'api-scale: allocations per point; default 10000 (quick: 4000)', (v) => Number.parseInt(v, 10))
+  .option(
+    '--affinity',
+    'api-scale: route requests to API processes by quest (partition mod n), like a hashing load balancer',
+    false,
+  )
   .option('--repeat <n>', 'api-scale: runs of each point (the machine is shared: compare them); default 1', (v) =>
     Number.parseInt(v, 10),
   )
@@ -91,6 +96,7 @@ const opts = program.opts<{
   scenario?: string[];
   workers?: number;
   apiProcesses?: number[];
+  affinity: boolean;
   allocations?: number;
   repeat?: number;
   duration?: number;
@@ -249,6 +255,7 @@ async function main() {
         connections: cfg.connections,
         quests: cfg.throughputQuests,
         accountPool: cfg.accountPool,
+        affinity: opts.affinity,
         profileArgs,
       }),
     );

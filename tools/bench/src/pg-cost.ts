@@ -70,7 +70,9 @@ async function main() {
       rows.push(line);
       console.log(line);
     };
-    console.log('| job shape | allocations | transactions | PostgreSQL CPU / allocation | WAL / allocation | wall / transaction | allocations/s (1 connection) |');
+    console.log(
+      '| job shape | allocations | transactions | PostgreSQL CPU / allocation | WAL / allocation | wall / transaction | allocations/s (1 connection) |',
+    );
     console.log('|---|---:|---:|---:|---:|---:|---:|');
     for (const k of [1, 2, 8, 32, 128]) {
       const total = k <= 2 ? 4000 : 8000;
