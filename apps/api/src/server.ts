@@ -10,6 +10,8 @@ import { type ApiConfig, loadApiConfig } from './env.ts';
 import { FeatureFlagCache } from './flags.ts';
 import { IdempotencyGuard } from './idempotency-guard.ts';
 import { createLogger } from './logger.ts';
+import { countReplyFallback } from './metrics.ts';
+import { lookupOutcomes } from './outcomes.ts';
 
 let config: ApiConfig;
 try {
@@ -39,8 +41,13 @@ try {
     waitMs: config.ALLOCATION_WAIT_MS,
     maxInFlightPerPartition: config.COALESCE_MAX_IN_FLIGHT,
     maxItemsPerJob: config.COALESCE_MAX_ITEMS,
+    coalesceWindowMs: config.COALESCE_WINDOW_MS,
     retentionSeconds: Math.max(config.JOB_RETENTION_SECONDS, Math.ceil((2 * config.BATCH_WAIT_MS) / 1000)),
+    // A reply that did not come: the finished job's decisions are read from PostgreSQL.
+    lookup: lookupOutcomes(sql),
+    onFallback: countReplyFallback,
   });
+  logger.info({ replyKey: allocator.replyKey }, 'reply stream');
   // The API's own Redis connection (the queue's are the allocator's): the Idempotency-Key guard
   // and the rate limits shared by every API process.
   // Fails fast instead of queueing while Redis is away: limits then fail open and the guard

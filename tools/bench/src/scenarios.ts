@@ -21,7 +21,7 @@ import type { Window } from './profile.ts';
 import { type Owner, seedQuests } from './seed.ts';
 import { formatValue, type Row, rng } from './stats.ts';
 
-export const SCENARIOS = ['latency', 'throughput', 'hot', 'batch', 'scale', 'memory', 'admin'] as const;
+export const SCENARIOS = ['latency', 'throughput', 'hot', 'batch', 'scale', 'memory', 'api-scale', 'admin'] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
 export interface BenchConfig {
@@ -463,7 +463,13 @@ export interface JobStats {
 }
 
 /** Allocation jobs finished between two instants, per worker (BullMQ's completed set is scored by finishedOn). */
-async function jobStats(redis: Redis, prefix: string, partitions: number, fromMs: number, toMs: number): Promise<JobStats> {
+export async function jobStats(
+  redis: Redis,
+  prefix: string,
+  partitions: number,
+  fromMs: number,
+  toMs: number,
+): Promise<JobStats> {
   const out: JobStats = { jobs: 0, items: 0, byWorker: {} };
   for (let p = 0; p < partitions; p++) {
     const q = `${prefix}:alloc-p${String(p).padStart(2, '0')}`;
