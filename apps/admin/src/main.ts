@@ -1,5 +1,5 @@
 import { CommanderError } from 'commander';
-import { ConfigError } from '@quest/config';
+import { ConfigError, loadEnvironment } from '@quest/config';
 import { isAdminError } from '@quest/db';
 import { CliError, type CommandOutput, Context, type Io } from './context.ts';
 import { loadAdminConfig } from './env.ts';
@@ -57,10 +57,16 @@ function print(ctx: Context, output: CommandOutput): void {
 }
 
 /** Run one invocation; resolves to the process exit code. Never throws. */
-export async function main(argv: readonly string[], env: Record<string, string | undefined>, io: Io): Promise<number> {
+export async function main(
+  argv: readonly string[],
+  env: Record<string, string | undefined>,
+  io: Io,
+  cwd: string = process.cwd(),
+): Promise<number> {
   let config: ReturnType<typeof loadAdminConfig>;
   try {
-    config = loadAdminConfig(env);
+    // The real environment, with a `.env` file filling in what it leaves unset (see @quest/config).
+    config = loadAdminConfig(loadEnvironment(env, cwd).env);
   } catch (error) {
     io.stderr(`quest-admin: ${error instanceof ConfigError ? error.message : String(error)}\n`);
     return EXIT.failed;

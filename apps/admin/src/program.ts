@@ -50,7 +50,7 @@ export function buildProgram(ctx: Context, emit: (output: CommandOutput) => void
     })
     .addHelpText(
       'after',
-      "\nEnvironment:\n  DATABASE_URL   PostgreSQL URL (default postgres://postgres@127.0.0.1:5432/quest_rewards)\n  API_BASE_URL   API address for credit and the demo's curl commands (default http://127.0.0.1:3000)\n  REDIS_URL, QUEUE_PREFIX, QUEUE_PARTITIONS   the queue that status reads (defaults redis://127.0.0.1:6379, quest, 16)\n\nThe schema is migrated automatically before any command that uses the database.",
+      "\nEnvironment:\n  DATABASE_URL   PostgreSQL URL (default postgres://postgres@127.0.0.1:5432/quest_rewards)\n  API_BASE_URL   API address for credit and the demo's curl commands (default http://127.0.0.1:$PORT, PORT defaulting to 3000)\n  REDIS_URL, QUEUE_PREFIX, QUEUE_PARTITIONS   the queue that status reads (defaults redis://127.0.0.1:6379, quest, 16)\n  ENV_FILE       file of defaults for these (default: .env in this directory or up to the project root)\n\nThe schema is migrated automatically before any command that uses the database.",
     );
   const run = (fn: () => Promise<CommandOutput>) => fn().then(emit);
 

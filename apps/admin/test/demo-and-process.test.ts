@@ -1,3 +1,5 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -70,6 +72,43 @@ describe('quest-admin demo', () => {
       ),
     );
     expect(result.stdout).toMatch(/curl -sS https:\/\/quests\.example\.test\/campaigns\/\d+/);
+  });
+});
+
+describe('quest-admin demo without API_BASE_URL', () => {
+  it('follows PORT (and a .env file), and says where the address came from', async () => {
+    const json = jsonOf(await runCli(['demo', '--json'], { DATABASE_URL: db.url, PORT: '3917' }));
+    expect(json.apiBaseUrl).toBe('http://127.0.0.1:3917');
+    expect(json.apiBaseUrlFrom).toBe('HOST/PORT');
+    expect(json.curl.listQuests).toBe('curl -sS http://127.0.0.1:3917/quests');
+    expect(json.curl.allocate).toMatch(/^curl -sS -X POST http:\/\/127\.0\.0\.1:3917\/quests\/\d+ /);
+
+    // The same from a .env file, as `npm start` and the API would read it; the real environment wins.
+    const dir = mkdtempSync(join(tmpdir(), 'quest-admin-env-'));
+    try {
+      const envFile = join(dir, '.env');
+      writeFileSync(envFile, `DATABASE_URL=${db.url}\nPORT=3917\nHOST=0.0.0.0\n`);
+      const text = await runCli(['demo'], { ENV_FILE: envFile });
+      expect(text.code, text.stderr).toBe(0);
+      expect(text.stdout).toContain('Try it against http://127.0.0.1:3917 (API_BASE_URL is unset: built from PORT and HOST');
+      expect(text.stdout).toContain('curl -sS http://127.0.0.1:3917/quests\n');
+      expect(text.stdout).not.toContain(':3000');
+
+      const explicit = jsonOf(await runCli(['demo', '--json'], { ENV_FILE: envFile, API_BASE_URL: 'http://api:3000' }));
+      expect(explicit).toMatchObject({ apiBaseUrl: 'http://api:3000', apiBaseUrlFrom: 'API_BASE_URL' });
+      expect(explicit.curl.listQuests).toBe('curl -sS http://api:3000/quests');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('uses the host the API listens on when it is not a wildcard, and 127.0.0.1:3000 with nothing set', async () => {
+    const [specific, plain] = await Promise.all([
+      runCli(['demo', '--json'], { DATABASE_URL: db.url, HOST: '10.1.2.3', PORT: '8080' }),
+      runCli(['demo', '--json'], { DATABASE_URL: db.url }),
+    ]);
+    expect(jsonOf(specific).apiBaseUrl).toBe('http://10.1.2.3:8080');
+    expect(jsonOf(plain).apiBaseUrl).toBe('http://127.0.0.1:3000');
   });
 });
 

@@ -13,7 +13,7 @@ export interface CliResult {
 
 /**
  * Run the real CLI in a child process, as an operator would. The environment is built from
- * scratch so a developer's own DATABASE_URL or API_BASE_URL cannot leak in.
+ * scratch so a developer's own DATABASE_URL or API_BASE_URL (or .env file) cannot leak in.
  */
 export function runCli(
   args: readonly string[],
@@ -23,7 +23,8 @@ export function runCli(
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [opts.bin ?? BIN, ...args], {
       cwd: REPO_ROOT,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+      // No developer's .env either, unless a test names one.
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, ENV_FILE: '/dev/null', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';

@@ -1,5 +1,5 @@
 import { pino } from 'pino';
-import { ConfigError } from '@quest/config';
+import { ConfigError, loadEnvironment } from '@quest/config';
 import { createSql } from '@quest/db';
 import { DatabaseConfigurationError, migrate, waitForDatabase } from '@quest/db/migrate';
 import { PartitionPool } from '@quest/queue';
@@ -9,14 +9,19 @@ import { createProcessor } from './processor.ts';
 import { Reconciler } from './reconciler.ts';
 
 let config: ReturnType<typeof loadWorkerConfig>;
+let envFile: string | null = null;
 try {
-  config = loadWorkerConfig(process.env);
+  // The real environment, with a `.env` file filling in what it leaves unset (see @quest/config).
+  const loaded = loadEnvironment(process.env);
+  envFile = loaded.file;
+  config = loadWorkerConfig(loaded.env);
 } catch (error) {
   console.error(error instanceof ConfigError ? error.message : String(error));
   process.exit(1);
 }
 
 const logger = pino({ level: config.LOG_LEVEL, base: { app: 'worker', workerId: config.WORKER_ID } });
+if (envFile) logger.info({ envFile }, 'read environment file');
 
 // A rejection nobody handled (a dependency's background promise) is logged, not fatal: the
 // process's own work is supervised by its retries, the pool's heartbeat and the reconciler.
