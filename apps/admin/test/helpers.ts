@@ -46,11 +46,19 @@ export function jsonOf(result: CliResult): any {
   return value;
 }
 
-/** A usage error: non-zero exit, message and usage on stderr, nothing on stdout, no stack trace. */
-export function expectUsageError(result: CliResult, mention: string | RegExp): void {
+/**
+ * A usage error: exit 2, message and usage on stderr, no stack trace; on stdout nothing, or with
+ * --json (`json: true`) exactly one `{"error":{"code":"USAGE_ERROR","message"}}` object.
+ */
+export function expectUsageError(result: CliResult, mention: string | RegExp, opts: { json?: boolean } = {}): void {
   expect(result.code, result.stderr).toBe(2);
-  expect(result.stdout).toBe('');
-  expect(result.stderr).toMatch(typeof mention === 'string' ? new RegExp(escapeRegExp(mention)) : mention);
+  const pattern = typeof mention === 'string' ? new RegExp(escapeRegExp(mention)) : mention;
+  if (opts.json) {
+    expect(jsonOf(result)).toEqual({ error: { code: 'USAGE_ERROR', message: expect.stringMatching(pattern) } });
+  } else {
+    expect(result.stdout).toBe('');
+  }
+  expect(result.stderr).toMatch(pattern);
   expect(result.stderr).toMatch(/Usage: quest-admin/);
   expectNoStack(result);
 }
@@ -78,5 +86,10 @@ export async function expectUsageErrors(
   cases: ReadonlyArray<readonly [readonly string[], string | RegExp]>,
 ): Promise<void> {
   const results = await Promise.all(cases.map(([args]) => run(...args)));
-  for (const [i, result] of results.entries()) expectUsageError(result, cases[i]![1]);
+  for (const [i, result] of results.entries()) {
+    const [args, mention] = cases[i]!;
+    expectUsageError(result, mention, {
+      json: args.slice(0, args.includes('--') ? args.indexOf('--') : undefined).includes('--json'),
+    });
+  }
 }
