@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
@@ -121,9 +121,52 @@ describe('the quest-admin process', () => {
     );
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toMatch(/^Usage: quest-admin \[options\] \[command\]/);
-    for (const command of ['owner', 'key', 'account', 'campaign', 'quest', 'features', 'audit', 'demo']) {
+    for (const command of ['owner', 'key', 'account', 'campaign', 'quest', 'features', 'audit', 'demo', 'credit', 'status']) {
       expect(result.stdout).toMatch(new RegExp(`\\n {2}${command} `));
     }
+  });
+
+  it('prints its version (text and JSON), and marks required options in help', async () => {
+    const { version } = JSON.parse(readFileSync(join(REPO_ROOT, 'apps/admin/package.json'), 'utf8'));
+    const env = { DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' };
+    const [text, short, json, help] = await Promise.all([
+      runCli(['--version'], env),
+      runCli(['-V'], env),
+      runCli(['--version', '--json'], env),
+      runCli(['quest', 'create', '--help'], env),
+    ]);
+    expect(text).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });
+    expect(short.stdout).toBe(`${version}\n`);
+    expect(jsonOf(json)).toEqual({ version });
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/--owner <ownerId> +owner id \(own_…\) \(required\)\n/);
+    expect(help.stdout).toMatch(/--campaign <campaignId> +campaign id\n/);
+    expect(help.stdout).toMatch(/--total-points <n> +points budget \(required\)\n/);
+    expect(help.stdout).toMatch(/--private +leave the quest out of the public list\n/);
+  });
+
+  it('answers a usage error with --json as one JSON object on stdout, the usage still on stderr', async () => {
+    const results = await Promise.all([
+      cli('launch', '--json'),
+      cli('owner', 'create', '--json', '--name', 'x'),
+      cli('key', '--json'),
+    ]);
+    const messages = results.map((result) => {
+      expect(result.code).toBe(2);
+      expect(result.stderr).toMatch(/Usage: quest-admin/);
+      const out = jsonOf(result);
+      expect(out.error.code).toBe('USAGE_ERROR');
+      return out.error.message;
+    });
+    expect(messages).toEqual([
+      "unknown command 'launch'",
+      "required option '--pass <address>' not specified",
+      'a subcommand is required; the usage is on stderr (or run with --help)',
+    ]);
+    // After `--`, --json is an argument, not the option.
+    const literal = await cli('features', 'set', '--', '--json');
+    expect(literal.code).toBe(2);
+    expect(literal.stdout).toBe('');
   });
 
   it('refuses unknown commands and options with usage on stderr and exit 2', async () => {
