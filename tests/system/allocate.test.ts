@@ -88,6 +88,7 @@ describe('POST /quests/:questId — success', () => {
     const res = await allocate(system, q, { points: 25, address: accounts[0]!.toLowerCase() }, { 'x-api-key': owner.apiKey });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(Object.keys(res.body)).toEqual(['payout']);
+    expect(res.headers.get('idempotent-replayed')).toBeNull();
     const { payout } = res.body;
     expect(Object.keys(payout).sort()).toEqual(['account', 'amount', 'created_at', 'id']);
     expect(payout.id).toMatch(/^pay_[0-9a-z]{26}$/);
@@ -373,9 +374,16 @@ describe('concurrency and idempotency', () => {
     const results = await Promise.all(Array.from({ length: 20 }, () => allocate(system, quest, body, headers)));
     expect(results.map((r) => r.status)).toEqual(Array(20).fill(200));
     expect(new Set(results.map((r) => r.body.payout.id)).size).toBe(1);
+    // One request decided it; every other answer replays that decision, and says so.
+    const marks = results.map((r) => r.headers.get('idempotent-replayed'));
+    expect(marks.filter((m) => m === null)).toHaveLength(1);
+    expect(marks.filter((m) => m !== null)).toEqual(Array(19).fill('true'));
     const again = await allocate(system, quest, body, headers);
     expect(again.body.payout).toEqual(results[0]!.body.payout);
-    expectEnvelope(await allocate(system, quest, { ...body, points: 8 }, headers), 400, 'IDEMPOTENCY_KEY_REUSED');
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    const reused = await allocate(system, quest, { ...body, points: 8 }, headers);
+    expectEnvelope(reused, 400, 'IDEMPOTENCY_KEY_REUSED');
+    expect(reused.headers.get('idempotent-replayed')).toBeNull();
     expectEnvelope(await allocate(system, quest, { ...body, address: accounts[3]! }, headers), 400, 'IDEMPOTENCY_KEY_REUSED');
     const payouts = await system.db.sql`select amount from payouts where quest_id = ${quest}`;
     expect([...payouts]).toEqual([{ amount: 7 }]);
@@ -383,6 +391,23 @@ describe('concurrency and idempotency', () => {
     const elsewhere = await allocate(system, await makeQuest(), body, headers);
     expect(elsewhere.status).toBe(200);
     expect(elsewhere.body.payout.id).not.toBe(results[0]!.body.payout.id);
+    expect(elsewhere.headers.get('idempotent-replayed')).toBeNull();
+  });
+
+  test('a rejection replayed for its Idempotency-Key is the same rejection, marked Idempotent-Replayed', async ({
+    system,
+    owner,
+    makeQuest,
+    accounts,
+  }) => {
+    const q = await makeQuest({ totalPoints: 5 });
+    const headers = { 'x-api-key': owner.apiKey, 'idempotency-key': 'too-much' };
+    const first = await allocate(system, q, { points: 10, address: accounts[0]! }, headers);
+    expectEnvelope(first, 400, 'INSUFFICIENT_POINTS');
+    expect(first.headers.get('idempotent-replayed')).toBeNull();
+    const replay = await allocate(system, q, { points: 10, address: accounts[0]! }, headers);
+    expectEnvelope(replay, 400, 'INSUFFICIENT_POINTS');
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
   });
 
   test('an Idempotency-Key longer than 255 characters → 400', async ({ system, owner, quest, accounts }) => {

@@ -46,6 +46,7 @@ describe('POST /quests/:questId/batches', () => {
     const items = [30, 80, 50, 20, 1].map((points, i) => ({ address: accounts[i]!.toLowerCase(), points }));
     const res = await batch(system, q, items, { 'x-api-key': owner.apiKey });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.headers.get('idempotent-replayed')).toBeNull();
     const b = res.body.batch;
     expect(b).toMatchObject({
       id: expect.stringMatching(/^bat_/),
@@ -168,11 +169,15 @@ describe('POST /quests/:questId/batches', () => {
     expect([a.status, b.status]).toEqual([200, 200]);
     expect(a.body.batch.id).toBe(b.body.batch.id);
     expect(b.body.batch.results).toEqual(a.body.batch.results);
+    // One of the two created the batch; the other's answer reports it, and says so.
+    expect(new Set([a, b].map((r) => r.headers.get('idempotent-replayed')))).toEqual(new Set([null, 'true']));
     const c = await batch(system, quest, items, headers);
     expect(c.body.batch.results).toEqual(a.body.batch.results);
+    expect(c.headers.get('idempotent-replayed')).toBe('true');
     const d = await batch(system, quest, items.slice(1), headers);
     expect(d.status).toBe(400);
     expect(d.body.code).toBe('IDEMPOTENCY_KEY_REUSED');
+    expect(d.headers.get('idempotent-replayed')).toBeNull();
     expect((await payoutTotals(system, quest)).n).toBe(items.length);
   });
 

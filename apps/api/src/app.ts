@@ -1,20 +1,15 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
-import {
-  jsonSchemaTransform,
-  jsonSchemaTransformObject,
-  serializerCompiler,
-  validatorCompiler,
-  type ZodTypeProvider,
-} from 'fastify-type-provider-zod';
+import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { answerUnknownExpectations, clientErrorHandler } from './client-errors.ts';
 import { handleError, handleNotFound, sendError, mapError } from './errors.ts';
 import { useDepthLimitedJsonParser } from './json-body.ts';
 import { createLogger } from './logger.ts';
 import { metricsPlugin } from './metrics.ts';
+import { API_DESCRIPTION, API_VERSION, transformDocument, transformRoute } from './openapi.ts';
 import { queueConsole } from './queue-console.ts';
-import { OwnerItemLimit, registerRateLimits } from './rate-limits.ts';
+import { registerRateLimits } from './rate-limits.ts';
 import { requestIdFor } from './request-id.ts';
 import { allocationRoutes } from './routes/allocations.ts';
 import { getCampaignRoute } from './routes/get-campaign.ts';
@@ -26,32 +21,6 @@ import { QuestAuthorizer } from './auth.ts';
 import { DomainError, ID_PARAM_MAX_LENGTH } from '@quest/domain';
 
 export type { AllocationRoutesOptions, ApiConfig, ApiDeps, RouteDeps } from './types.ts';
-
-type OpenApiDocument = ReturnType<typeof jsonSchemaTransformObject>;
-type WithComponents = { paths?: unknown; components?: { schemas?: Record<string, unknown> } };
-
-/**
- * The zod transform emits an `…Input` twin of every named schema; keep only the components the
- * paths reach, so the document lists what the API really uses.
- */
-function pruneUnusedComponents(document: OpenApiDocument): OpenApiDocument {
-  const doc = document as WithComponents;
-  const schemas = doc.components?.schemas ?? {};
-  const used = new Set<string>();
-  const visit = (value: unknown): void => {
-    const text = JSON.stringify(value);
-    for (const match of text.matchAll(/"#\/components\/schemas\/([^"]+)"/g)) {
-      const name = match[1]!;
-      if (!used.has(name)) {
-        used.add(name);
-        visit(schemas[name]);
-      }
-    }
-  };
-  visit(doc.paths);
-  const kept = Object.fromEntries(Object.entries(schemas).filter(([name]) => used.has(name)));
-  return { ...doc, components: { ...doc.components, schemas: kept } } as OpenApiDocument;
-}
 
 /**
  * Build the HTTP app: zod validation and serialization, the OpenAPI document (generated from the
@@ -124,14 +93,17 @@ export async function buildApp(config: ApiConfig, given: ApiDeps): Promise<Fasti
       openapi: '3.1.0',
       info: {
         title: 'Quest Rewards API',
-        version: '1.0.0',
-        description:
-          'Read quests and campaigns, and credit quest points to pass-address accounts. Every non-2xx response carries ' +
-          'the ErrorResponse envelope, whose `code` is one of a closed set; every response carries an `x-request-id` header.',
+        version: API_VERSION,
+        description: API_DESCRIPTION,
+        license: { name: 'MIT', identifier: 'MIT' },
       },
+      // Relative: the server this document is served from, whatever its host and port.
+      servers: [{ url: '/', description: 'The server this document is served from' }],
       tags: [
         { name: 'quests', description: 'Quests and their payouts' },
         { name: 'campaigns', description: 'Campaigns grouping quests' },
+        { name: 'allocations', description: 'Crediting points to one account, and the status of an allocation' },
+        { name: 'batches', description: 'Crediting many accounts in one request, and the status of a batch' },
         { name: 'health', description: 'Liveness and readiness probes' },
       ],
       components: {
@@ -145,8 +117,8 @@ export async function buildApp(config: ApiConfig, given: ApiDeps): Promise<Fasti
         },
       },
     },
-    transform: jsonSchemaTransform,
-    transformObject: (document) => pruneUnusedComponents(jsonSchemaTransformObject(document)),
+    transform: transformRoute,
+    transformObject: transformDocument,
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
@@ -168,11 +140,11 @@ export async function buildApp(config: ApiConfig, given: ApiDeps): Promise<Fasti
       allowActions: config.ADMIN_QUEUE_ACTIONS,
     });
   }
-  const counter = await registerRateLimits(app, config, given.redis);
+  const ownerItems = await registerRateLimits(app, config, given.redis);
   const deps: RouteDeps = {
     ...given,
     auth: given.auth ?? QuestAuthorizer.uncached(given.sql),
-    ownerItems: new OwnerItemLimit(counter, config.RATE_LIMIT_OWNER_ITEMS_MAX, config.QUEUE_PREFIX),
+    ownerItems,
   };
   await app.register(healthRoutes, { deps });
   await app.register(getQuestsRoute, { deps });

@@ -44,6 +44,8 @@ export const apiEnvSchema = z.object({
    * the key with another body at once, also while the first request is pending.
    */
   IDEMPOTENCY_GUARD_TTL_MS: intVar(86_400_000, 1000, 30 * 86_400_000),
+  /** Apply the rate limits below (turn off only behind a gateway that limits clients itself). */
+  RATE_LIMITS_ENABLED: boolVar(true),
   /** Length of every rate-limit window (fixed windows, counted in Redis across API processes). */
   RATE_LIMIT_WINDOW_MS: intVar(60_000, 1000, 3_600_000),
   /** Requests per client address per window, on every route but the probes. */

@@ -1,13 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import { classifyDbError } from '@quest/db';
-import {
-  DEFAULT_MESSAGE,
-  type ErrorCode,
-  type ErrorResponse,
-  errorResponseSchema,
-  isDomainError,
-  STATUS_BY_CODE,
-} from '@quest/domain';
+import { DEFAULT_MESSAGE, type ErrorCode, type ErrorResponse, isDomainError, STATUS_BY_CODE } from '@quest/domain';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 /**
@@ -201,28 +194,4 @@ export function handleError(error: unknown, request: FastifyRequest, reply: Fast
 export function handleNotFound(request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const path = request.url.split('?', 1)[0];
   return sendError(request, reply, { code: 'ROUTE_NOT_FOUND', message: `No route ${request.method} ${path}.` });
-}
-
-const STANDARD_ERRORS = {
-  429: 'RATE_LIMITED: over a rate limit (per client address, API key, owner allocation items, or failed authentications; see the README). Retry-After says when to retry; x-ratelimit-limit, -remaining and -reset describe the limit.',
-  500: 'INTERNAL_ERROR: unexpected server error.',
-  503: 'DATABASE_UNAVAILABLE (or QUEUE_UNAVAILABLE): a dependency is unreachable; retry later.',
-} as const;
-
-type ErrorResponseDoc = { description: string; content: { 'application/json': { schema: typeof errorResponseSchema } } };
-
-/**
- * Response-schema entries documenting error statuses of a route with the envelope schema, each
- * with a description of when it happens. 500 and 503 are added unless given.
- */
-export function errorResponses<const S extends number>(
-  descriptions: Record<S, string>,
-): Record<S | keyof typeof STANDARD_ERRORS, ErrorResponseDoc> {
-  const all: Record<number, string> = { ...STANDARD_ERRORS, ...descriptions };
-  return Object.fromEntries(
-    Object.entries(all).map(([status, description]) => [
-      status,
-      { description, content: { 'application/json': { schema: errorResponseSchema } } },
-    ]),
-  ) as Record<S | keyof typeof STANDARD_ERRORS, ErrorResponseDoc>;
 }

@@ -4,61 +4,28 @@ import { DomainError } from '@quest/domain';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { ApiConfig } from './env.ts';
+import { type BudgetStore, LeasedBudget, memoryBudgetStore, redisBudgetStore, type Spend, WindowTally } from './rate-budget.ts';
 import { rateLimited } from './metrics.ts';
 
 /**
- * Rate limits, counted in Redis so every API process shares them (each counter is one key, so a
- * Redis cluster works too); in process memory when no Redis is given (tests of single routes).
+ * Rate limits, shared by every API process through Redis (each counter is one key, so a Redis
+ * cluster works too; in process memory when no Redis is given, for tests of single routes). Each
+ * budget is spent from blocks leased from Redis (rate-budget.ts), so a request costs no Redis
+ * round trip unless its process's block is spent:
  *
- * - per client address, on every route (public ones included), with @fastify/rate-limit;
- * - per API key, on the routes that take one, with @fastify/rate-limit;
- * - per owner, in allocation items (a batch of n items counts n): @fastify/rate-limit adds 1 per
- *   request and cannot weigh one, so this is `OwnerItemLimit`, a small atomic Redis script;
+ * - per client address, on every route (public ones included): @fastify/rate-limit, with a store
+ *   that spends leased blocks;
+ * - per API key, on the routes that take one;
+ * - per owner, in allocation items (a batch of n items counts n; @fastify/rate-limit adds 1 per
+ *   request and cannot weigh one): `OwnerItemLimit`;
  * - failed authentications per client address (each unknown key costs a database lookup):
- *   counted when a request is answered INVALID_API_KEY, checked before the next one is served.
+ *   counted when a request is answered INVALID_API_KEY, checked before a keyed request is served
+ *   (other processes' failures are seen within a second).
  *
- * Exceeding any: 429 RATE_LIMITED with Retry-After and the x-ratelimit-* headers.
+ * A refused request spends nothing. Exceeding any: 429 RATE_LIMITED with Retry-After and the
+ * x-ratelimit-* headers. RATE_LIMITS_ENABLED=false turns them all off (behind a gateway that
+ * limits clients itself).
  */
-
-/** Fixed-window counter: add `weight`, start the window on the first hit; answers [count, ms left]. */
-const WEIGHTED_INCR = `
-local count = redis.call('INCRBY', KEYS[1], ARGV[1])
-if count == tonumber(ARGV[1]) then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-local ttl = redis.call('PTTL', KEYS[1])
-if ttl < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) ttl = tonumber(ARGV[2]) end
-return {count, ttl}`;
-
-type CountingRedis = Redis & { weightedIncr(key: string, weight: number, windowMs: number): Promise<[number, number]> };
-
-/** A weighted fixed-window counter, in Redis or (without one) in this process. */
-export class WindowCounter {
-  readonly #redis: CountingRedis | undefined;
-  readonly #local = new Map<string, { count: number; resetAt: number }>();
-  constructor(
-    redis: Redis | undefined,
-    readonly windowMs: number,
-  ) {
-    if (redis && !('weightedIncr' in redis)) redis.defineCommand('weightedIncr', { numberOfKeys: 1, lua: WEIGHTED_INCR });
-    this.#redis = redis as CountingRedis | undefined;
-  }
-
-  /** Add `weight` (0 reads) to `key`; the count so far in this window and the ms until it resets. */
-  async add(key: string, weight: number): Promise<{ count: number; resetMs: number }> {
-    if (this.#redis) {
-      const [count, resetMs] = await this.#redis.weightedIncr(key, weight, this.windowMs);
-      return { count, resetMs };
-    }
-    const now = Date.now();
-    let entry = this.#local.get(key);
-    if (!entry || entry.resetAt <= now) {
-      if (this.#local.size > 100_000) this.#local.clear();
-      entry = { count: 0, resetAt: now + this.windowMs };
-      this.#local.set(key, entry);
-    }
-    entry.count += weight;
-    return { count: entry.count, resetMs: entry.resetAt - now };
-  }
-}
 
 function refuse(reply: FastifyReply, max: number, resetMs: number, scope: string): never {
   rateLimited.inc({ scope });
@@ -71,42 +38,64 @@ function refuse(reply: FastifyReply, max: number, resetMs: number, scope: string
 /** Allocation items per owner per window (a batch counts its items). */
 export class OwnerItemLimit {
   constructor(
-    readonly counter: WindowCounter,
-    readonly max: number,
+    readonly budget: LeasedBudget | undefined,
     readonly prefix: string,
   ) {}
 
-  /** Count `items` for `ownerId`; 429 RATE_LIMITED when the window's budget is exceeded. */
+  /** Count `items` for `ownerId`; 429 RATE_LIMITED when the window's budget would be exceeded. */
   async charge(reply: FastifyReply, ownerId: string, items: number): Promise<void> {
-    let state: { count: number; resetMs: number };
+    if (!this.budget) return;
+    let spent: Spend;
     try {
-      state = await this.counter.add(`${this.prefix}:rl:owner:${ownerId}`, items);
+      spent = await this.budget.spend(`${this.prefix}:rl:owner:${ownerId}`, items);
     } catch {
       return; // the limiter's Redis being unreachable does not refuse requests (the queue decides)
     }
-    if (state.count > this.max) refuse(reply, this.max, state.resetMs, 'owner_items');
+    if (!spent.allowed) refuse(reply, this.budget.max, spent.resetMs, 'owner_items');
   }
 }
 
 const hashKey = (key: string) => createHash('sha256').update(key).digest('base64url').slice(0, 22);
 
-/** Register the per-address, per-key and failed-authentication limits on `app` (before the routes). */
+/**
+ * A store for @fastify/rate-limit that spends leased blocks of a shared budget (see rate-budget.ts)
+ * instead of its RedisStore's one script call per request.
+ */
+function leasedStore(budget: LeasedBudget) {
+  return class LeasedStore {
+    incr(key: string, callback: (err: Error | null, result?: { current: number; ttl: number }) => void): void {
+      budget.spend(key, 1).then(
+        (spent) => callback(null, { current: spent.allowed ? spent.used : budget.max + 1, ttl: spent.resetMs }),
+        (err: Error) => callback(err),
+      );
+    }
+    child(): LeasedStore {
+      return this;
+    }
+  };
+}
+
+/** The limits other than the per-owner one, registered on `app` (before the routes). */
 export async function registerRateLimits(
   app: FastifyInstance,
   config: ApiConfig,
   redis: Redis | undefined,
-): Promise<WindowCounter> {
-  const windowMs = config.RATE_LIMIT_WINDOW_MS;
+): Promise<OwnerItemLimit> {
   const prefix = config.QUEUE_PREFIX;
+  if (!config.RATE_LIMITS_ENABLED) return new OwnerItemLimit(undefined, prefix);
+  const windowMs = config.RATE_LIMIT_WINDOW_MS;
+  const store: BudgetStore = redis ? redisBudgetStore(redis) : memoryBudgetStore();
+  const budget = (max: number) => new LeasedBudget(store, { max, windowMs });
+
+  const addresses = budget(config.RATE_LIMIT_ADDRESS_MAX);
   await app.register(rateLimit, {
     global: true,
     max: config.RATE_LIMIT_ADDRESS_MAX,
     timeWindow: windowMs,
-    ...(redis ? { redis } : {}),
-    nameSpace: `${prefix}:rl:`,
+    store: leasedStore(addresses),
     // The limiter's Redis being unreachable does not refuse requests.
     skipOnError: true,
-    keyGenerator: (request: FastifyRequest) => `ip:${request.ip}`,
+    keyGenerator: (request: FastifyRequest) => `${prefix}:rl:ip:${request.ip}`,
     // Liveness is never limited (a flood must not get the process restarted); it documents no 429.
     allowList: (request: FastifyRequest) => request.url === '/healthz',
     errorResponseBuilder: (_request, context) => {
@@ -116,30 +105,30 @@ export async function registerRateLimits(
   });
 
   // Per API key, on every route that takes one, in addition to the per-address limit.
-  const keyLimit = new WindowCounter(redis, windowMs);
-  const failures = new WindowCounter(redis, windowMs);
+  const keys = budget(config.RATE_LIMIT_KEY_MAX);
+  const failures = new WindowTally(redis, { windowMs });
   app.addHook('onRequest', async (request, reply) => {
     const apiKey = request.headers['x-api-key'];
     if (typeof apiKey !== 'string' || apiKey === '') return;
     let failed: { count: number; resetMs: number };
-    let used: { count: number; resetMs: number };
+    let used: Spend;
     try {
       [failed, used] = await Promise.all([
-        failures.add(`${prefix}:rl:authfail:${request.ip}`, 0),
-        keyLimit.add(`${prefix}:rl:key:${hashKey(apiKey)}`, 1),
+        failures.read(`${prefix}:rl:authfail:${request.ip}`),
+        keys.spend(`${prefix}:rl:key:${hashKey(apiKey)}`, 1),
       ]);
     } catch {
       return;
     }
     if (failed.count >= config.RATE_LIMIT_AUTH_FAILURES_MAX)
       refuse(reply, config.RATE_LIMIT_AUTH_FAILURES_MAX, failed.resetMs, 'auth_failures');
-    if (used.count > config.RATE_LIMIT_KEY_MAX) refuse(reply, config.RATE_LIMIT_KEY_MAX, used.resetMs, 'key');
+    if (!used.allowed) refuse(reply, config.RATE_LIMIT_KEY_MAX, used.resetMs, 'key');
   });
   app.addHook('onSend', async (request, reply, payload) => {
     if (reply.statusCode === 401 && typeof payload === 'string' && payload.includes('"INVALID_API_KEY"')) {
-      await failures.add(`${prefix}:rl:authfail:${request.ip}`, 1).catch(() => undefined);
+      await failures.add(`${prefix}:rl:authfail:${request.ip}`).catch(() => undefined);
     }
     return payload;
   });
-  return new WindowCounter(redis, windowMs);
+  return new OwnerItemLimit(budget(config.RATE_LIMIT_OWNER_ITEMS_MAX), prefix);
 }

@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
-import { type Sql, setFeatureFlags, type FeatureFlags } from '@quest/db';
+import { createSql, type Sql, setFeatureFlags, type FeatureFlags } from '@quest/db';
 import type { Allocator } from '@quest/queue';
 import { createTestDatabase, OpenApiContract, type TestDatabase } from '@quest/testing';
 import { buildApp } from '../src/app.ts';
@@ -159,3 +159,23 @@ export const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 /** A pool that can never connect: a port nothing listens on. */
 export const UNREACHABLE_DATABASE_URL = 'postgres://postgres@127.0.0.1:1/unreachable';
+
+/**
+ * The OpenAPI document as GET /openapi.json serves it, from an app built without PostgreSQL or
+ * Redis: generating the document queries nothing, so tests of the document alone need no database.
+ */
+export async function servedOpenApiDocument(): Promise<Record<string, unknown>> {
+  const config = loadApiConfig({ DATABASE_URL: UNREACHABLE_DATABASE_URL, LOG_LEVEL: 'silent', METRICS_SAMPLE_MS: '0' });
+  const sql = createSql(config.DATABASE_URL, { max: 1 });
+  // Never consulted: no request but GET /openapi.json is made.
+  const flags = { require: () => {}, isEnabled: () => true, stop: () => {} } as unknown as FeatureFlagCache;
+  const app = await buildApp(config, { sql, flags, allocator: readOnlyAllocator() });
+  try {
+    const res = await app.inject({ method: 'GET', url: '/openapi.json' });
+    if (res.statusCode !== 200) throw new Error(`GET /openapi.json answered ${res.statusCode}`);
+    return res.json();
+  } finally {
+    await app.close();
+    await sql.end({ timeout: 1 });
+  }
+}

@@ -1,4 +1,4 @@
-import { ERROR_CODES } from '@quest/domain';
+import { ERROR_CODES, type ErrorCode, STATUS_BY_CODE } from '@quest/domain';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './helpers.ts';
@@ -32,11 +32,21 @@ interface SchemaObject {
   anyOf?: unknown[];
   pattern?: string;
 }
+interface MediaObject {
+  schema: SchemaObject;
+  example?: unknown;
+  examples?: Record<string, { summary?: string; value: { statusCode: number; code: ErrorCode } }>;
+}
+interface ResponseObject {
+  description: string;
+  headers?: Record<string, { required?: boolean; schema: SchemaObject & { $ref?: string } }>;
+  content: Record<string, MediaObject>;
+}
 interface OperationObject {
   operationId?: string;
   security?: unknown;
   parameters?: { name: string; in: string; required: boolean; schema: SchemaObject }[];
-  responses: Record<string, { description: string; content: Record<string, { schema: SchemaObject }> }>;
+  responses: Record<string, ResponseObject>;
 }
 const op = (path: string) => doc.paths[path]!.get as OperationObject;
 const errorRef = { $ref: '#/components/schemas/ErrorResponse' };
@@ -159,7 +169,8 @@ describe('OpenAPI document', () => {
       expect(schemas[name]!.additionalProperties, name).toBe(false);
       expect(schemas[name]!.required, name).toEqual(props.filter((p) => p !== 'details'));
     }
-    expect(schemas.ErrorResponse!.properties.code!.enum).toEqual([...ERROR_CODES]);
+    expect(schemas.ErrorResponse!.properties.code).toEqual({ $ref: '#/components/schemas/ErrorCode' });
+    expect((schemas.ErrorCode as SchemaObject).enum).toEqual([...ERROR_CODES]);
     expect(schemas.Campaign!.properties.external_app_id!.type).toEqual(['string', 'null']);
     expect(schemas.PublicQuest!.properties.campaign!.anyOf).toEqual([
       { $ref: '#/components/schemas/CampaignSummary' },
@@ -198,5 +209,112 @@ describe('OpenAPI document', () => {
         fake(404, { statusCode: 404, error: 'Not Found', code: 'QUEST_NOT_FOUND', message: 'x', requestId: 'r1' }),
       ),
     ).not.toThrow();
+  });
+
+  const operations = () =>
+    Object.entries(doc.paths).flatMap(([path, ops]) =>
+      Object.entries(ops as Record<string, OperationObject>).map(([method, o]) => ({ where: `${method} ${path}`, o })),
+    );
+
+  it('states a version, an MIT license and a server relative to where it is served', () => {
+    const info = (doc as unknown as { info: { version: string; license: unknown; description: string } }).info;
+    expect(info.version).toMatch(/^\d+\.\d+\.\d+$/);
+    expect(info.license).toEqual({ name: 'MIT', identifier: 'MIT' });
+    expect((doc as unknown as { servers: unknown }).servers).toEqual([{ url: '/', description: expect.any(String) }]);
+    // How a key is obtained, and a curl line per operation.
+    expect(info.description).toContain('quest-admin owner create --name');
+    expect(info.description).toContain('quest-admin key create --owner');
+    for (const { where } of operations()) {
+      const [method, path] = where.split(' ') as [string, string];
+      const curlPath = path.replace(/\{[^}]+\}/g, '[^ "?]+');
+      const post = method === 'post' ? '-X POST ' : '';
+      expect(info.description, where).toMatch(new RegExp(`curl -sS ${post}"?\\$BASE${curlPath}[?" ]`));
+    }
+  });
+
+  it('describes every response in its own words, never "Default Response"; 200 and 202 differently', () => {
+    for (const { where, o } of operations()) {
+      for (const [status, response] of Object.entries(o.responses)) {
+        expect(response.description, `${where} ${status}`).not.toBe('Default Response');
+        expect(response.description.length, `${where} ${status}`).toBeGreaterThan(10);
+      }
+      if (o.responses['202']) expect(o.responses['202'].description, where).not.toBe(o.responses['200']!.description);
+    }
+  });
+
+  it('gives every response an example; each error example carries a code answered with that status', () => {
+    for (const { where, o } of operations()) {
+      for (const [status, response] of Object.entries(o.responses)) {
+        const media = response.content['application/json']!;
+        if (Number(status) < 400) {
+          expect(media.example, `${where} ${status}`).toBeDefined();
+          continue;
+        }
+        const examples = Object.values(media.examples ?? {});
+        expect(examples.length, `${where} ${status}`).toBeGreaterThan(0);
+        for (const { value } of examples) {
+          expect(value.statusCode, `${where} ${status} ${value.code}`).toBe(Number(status));
+          expect(STATUS_BY_CODE[value.code], `${where} ${status} ${value.code}`).toBe(Number(status));
+        }
+        // The codes the description names are exactly the codes of the examples.
+        const named = new Set(response.description.match(/\b[A-Z][A-Z_]+[A-Z]\b/g)?.filter((w) => w in STATUS_BY_CODE));
+        expect(new Set(examples.map((e) => e.value.code)), `${where} ${status}`).toEqual(named);
+      }
+    }
+  });
+
+  it('answers 200 and 202 with named components: PayoutResponse, AllocationResponse, BatchResponse', () => {
+    const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+    const body = (path: string, method: 'get' | 'post', status: string) =>
+      (doc.paths[path] as Record<string, OperationObject>)[method]!.responses[status]!.content['application/json']!.schema;
+    expect(body('/quests/{questId}', 'post', '200')).toEqual(ref('PayoutResponse'));
+    expect(body('/quests/{questId}', 'post', '202')).toEqual(ref('AllocationResponse'));
+    expect(body('/quests/{questId}/allocations/{allocationId}', 'get', '200')).toEqual(ref('AllocationResponse'));
+    for (const status of ['200', '202']) expect(body('/quests/{questId}/batches', 'post', status)).toEqual(ref('BatchResponse'));
+    expect(body('/quests/{questId}/batches/{batchId}', 'get', '200')).toEqual(ref('BatchResponse'));
+    const schemas = doc.components.schemas as Record<string, Required<SchemaObject>>;
+    expect(schemas.AllocationResponse!.properties.allocation).toEqual(ref('Allocation'));
+    expect(schemas.BatchResponse!.properties.batch).toEqual(ref('Batch'));
+    expect(schemas.Batch!.properties.results).toMatchObject({ items: ref('BatchResult') });
+    expect(schemas.Batch!.properties.created_at).toMatchObject({ type: 'string', format: 'date-time' });
+    // Result errors use the code enum.
+    expect(schemas.Allocation!.properties.error).toMatchObject(ref('OutcomeError'));
+    expect(schemas.BatchResult!.properties.error).toMatchObject(ref('OutcomeError'));
+    expect((schemas.OutcomeError as Required<SchemaObject>).properties.code).toEqual(ref('ErrorCode'));
+  });
+
+  it('documents the Location of every 202 (required), Idempotent-Replayed on the POSTs, x-request-id everywhere', () => {
+    for (const { where, o } of operations()) {
+      for (const [status, response] of Object.entries(o.responses)) {
+        expect(response.headers?.['x-request-id']?.required, `${where} ${status}`).toBe(true);
+        if (status === '202') expect(response.headers?.Location).toMatchObject({ required: true });
+        if (status === '429' || status === '503') expect(response.headers?.['Retry-After'], `${where} ${status}`).toBeDefined();
+      }
+    }
+    for (const path of ['/quests/{questId}', '/quests/{questId}/batches']) {
+      const post = (doc.paths[path] as Record<string, OperationObject>).post!;
+      expect(post.responses['200']!.headers?.['Idempotent-Replayed']?.schema).toEqual({ type: 'string', enum: ['true'] });
+    }
+    expect((doc.components.schemas.StatusUrl as { format: string }).format).toBe('uri-reference');
+  });
+
+  it('bounds every integer (no −2^53 counters or amounts) and formats every timestamp as date-time', () => {
+    const visit = (schema: unknown, where: string): void => {
+      if (Array.isArray(schema)) {
+        for (const [i, item] of schema.entries()) visit(item, `${where}[${i}]`);
+        return;
+      }
+      if (typeof schema !== 'object' || schema === null) return;
+      const s = schema as Record<string, unknown> & { properties?: Record<string, Record<string, unknown>> };
+      if (s.type === 'integer') expect(typeof (s.minimum ?? s.exclusiveMinimum), where).toBe('number');
+      for (const [name, prop] of Object.entries(s.properties ?? {})) {
+        if (/_at$|^(start|end)$/.test(name) && prop.type !== undefined) expect(prop.format, `${where}.${name}`).toBe('date-time');
+        if (/_at$/.test(name) && prop.anyOf)
+          expect(prop.anyOf, `${where}.${name}`).toContainEqual(expect.objectContaining({ format: 'date-time' }));
+      }
+      for (const [key, value] of Object.entries(s)) if (key !== 'example' && key !== 'examples') visit(value, `${where}.${key}`);
+    };
+    visit(doc.components.schemas, 'components');
+    visit(doc.paths, 'paths');
   });
 });

@@ -84,16 +84,18 @@ describe('rate limits', () => {
         payload: { allocations: Array.from({ length: n }, () => ({ address: address.toLowerCase(), points: 1 })) },
         headers: { 'x-api-key': owner.apiKey },
       });
-    expect((await batch(4)).statusCode).toBe(202);
-    expect429(await batch(2));
-    expect429(
-      await t.request({
+    const single = () =>
+      t.request({
         method: 'POST',
         url: `/quests/${questId}`,
         payload: { address, points: 1 },
         headers: { 'x-api-key': owner.apiKey },
-      }),
-    );
+      });
+    expect((await batch(4)).statusCode).toBe(202);
+    expect429(await batch(2));
+    // The refused batch spent nothing: one item still fits, then none.
+    expect((await single()).statusCode).toBe(202);
+    expect429(await single());
   });
 
   it('failed authentications per client address', async () => {
@@ -104,6 +106,66 @@ describe('rate limits', () => {
     expect((await get(unknown)).statusCode).toBe(401);
     expect429(await get(unknown));
     expect429(await get(owner.apiKey));
+  });
+
+  it('cost no Redis command per request in steady state: one lease per budget, one failure-count read', async () => {
+    // Its own connection, so every command the limits send is counted (ioredis funnels them all
+    // through sendCommand). Before leasing, each keyed request sent four.
+    const counted = new Redis(redisServer.url, { maxRetriesPerRequest: 1 });
+    const commands: string[] = [];
+    const send = counted.sendCommand.bind(counted);
+    counted.sendCommand = ((command: { name: string }) => {
+      commands.push(command.name);
+      return send(command as Parameters<typeof send>[0]);
+    }) as typeof counted.sendCommand;
+    const t = await startTestApp({
+      db,
+      redis: counted,
+      allocator: pendingAllocator,
+      env: { QUEUE_PREFIX: `${redisServer.prefix}-steady` },
+    });
+    apps.push(t);
+    try {
+      commands.length = 0;
+      const requests = 200;
+      for (let i = 0; i < requests; i++) {
+        const res = await t.request({
+          method: 'POST',
+          url: `/quests/${questId}`,
+          payload: { address, points: 1 },
+          headers: { 'x-api-key': owner.apiKey },
+        });
+        expect(res.statusCode, res.body).toBe(202);
+      }
+      // Budgets: per address, per key, per owner's items; plus the failed-authentication count,
+      // read at most once a second (the loop may straddle a few seconds on a busy machine).
+      const reads = commands.filter((c) => c === 'evalsha' || c === 'eval').length;
+      expect(reads).toBeLessThan(requests / 10);
+    } finally {
+      counted.disconnect();
+    }
+  });
+
+  it('are all off with RATE_LIMITS_ENABLED=false', async () => {
+    const t = await appWith(
+      {
+        RATE_LIMITS_ENABLED: 'false',
+        RATE_LIMIT_ADDRESS_MAX: '1',
+        RATE_LIMIT_KEY_MAX: '1',
+        RATE_LIMIT_OWNER_ITEMS_MAX: '1',
+      },
+      'off',
+    );
+    for (let i = 0; i < 3; i++) {
+      const res = await t.request({
+        method: 'POST',
+        url: `/quests/${questId}`,
+        payload: { address, points: 1 },
+        headers: { 'x-api-key': owner.apiKey },
+      });
+      expect(res.statusCode, res.body).toBe(202);
+      expect(res.headers['x-ratelimit-limit']).toBeUndefined();
+    }
   });
 
   it('counts every 429 in quest_rate_limited_total by scope (after the cases above)', async () => {

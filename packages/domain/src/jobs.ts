@@ -26,9 +26,16 @@ export const payoutViewSchema = z.object({
   id: z
     .string()
     .meta({ description: 'Payout id: `pay_` followed by a time-sortable ULID.', example: 'pay_01jf8q4g0x7m3r6v2k9d1n5bta' }),
-  amount: z.number().int().meta({ description: 'Points allocated.' }),
-  created_at: z.iso.datetime().meta({ description: 'ISO 8601 UTC timestamp of the decision.' }),
-  account: z.object({ pass: z.string().meta({ description: 'EIP-55 checksummed pass address of the receiving account.' }) }),
+  amount: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).meta({ description: 'Points allocated.', example: 250 }),
+  created_at: z.iso
+    .datetime()
+    .meta({ description: 'ISO 8601 UTC timestamp of the decision.', example: '2026-03-01T12:00:00.123Z' }),
+  account: z.object({
+    pass: z.string().meta({
+      description: 'EIP-55 checksummed pass address of the receiving account.',
+      example: '0x52908400098527886E0F7030069857D2E4169EE7',
+    }),
+  }),
 });
 export type PayoutView = z.infer<typeof payoutViewSchema>;
 

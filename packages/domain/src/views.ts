@@ -173,14 +173,27 @@ export const campaignViewSchema = z
   })
   .meta({ id: 'Campaign', description: 'A campaign and its public quests.' });
 
+/** The closed set of error codes, as a named enum so generated clients get a type for it. */
+export const errorCodeSchema = z.enum(ERROR_CODES).meta({
+  id: 'ErrorCode',
+  description: 'Stable machine-readable error code; the README lists each with its HTTP status and when it happens.',
+  example: 'INSUFFICIENT_POINTS',
+});
+
 /** The body of every non-2xx response. */
 export const errorResponseSchema = z
   .object({
-    statusCode: z.number().int().min(400).max(599).meta({ description: 'The HTTP status code, repeated.' }),
+    statusCode: z.number().int().min(400).max(599).meta({ description: 'The HTTP status code, repeated.', example: 400 }),
     error: z.string().meta({ description: 'The HTTP reason phrase.', example: 'Bad Request' }),
-    code: z.enum(ERROR_CODES).meta({ description: 'Stable machine-readable error code.' }),
-    message: z.string().meta({ description: 'Human-readable explanation. 5xx messages never carry internals.' }),
-    requestId: z.string().meta({ description: 'The request id, also sent in the x-request-id response header.' }),
+    code: errorCodeSchema,
+    message: z.string().meta({
+      description: 'Human-readable explanation. 5xx messages never carry internals.',
+      example: "The requested points exceed the quest's remaining points.",
+    }),
+    requestId: z.string().meta({
+      description: 'The request id, also sent in the x-request-id response header.',
+      example: '5b0e7f0a-3c1d-4f8e-9a52-1c7d2e6b9f40',
+    }),
     details: z.unknown().optional().meta({
       description: 'Extra, code-specific information, e.g. the list of validation issues for VALIDATION_FAILED.',
     }),

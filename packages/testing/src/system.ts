@@ -36,9 +36,15 @@ export interface SystemOptions {
 
 const LISTENING = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/;
 
-/** Start the API on a free port with `env`; resolves with the process and its base URL. */
-export async function startApiProcess(env: Record<string, string>): Promise<{ process: ServiceProcess; baseUrl: string }> {
-  const api = await startProcess('apps/api/src/server.ts', { ...env, PORT: '0' }, LISTENING);
+/**
+ * Start the API on a free port with `env`; resolves with the process and its base URL. `entry`: a
+ * built bundle to run with plain node instead of the TypeScript through tsx.
+ */
+export async function startApiProcess(
+  env: Record<string, string>,
+  entry = 'apps/api/src/server.ts',
+): Promise<{ process: ServiceProcess; baseUrl: string }> {
+  const api = await startProcess(entry, { ...env, PORT: '0' }, LISTENING);
   return { process: api, baseUrl: LISTENING.exec(api.output())![1]! };
 }
 

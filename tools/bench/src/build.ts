@@ -14,13 +14,19 @@ import { REPO_ROOT } from './infra.ts';
 export interface Bundle {
   api: string;
   worker: string;
+  /** The reference service (reference-server.ts), bundled the same way so runtimes compare fairly. */
+  reference: string;
 }
 
 export async function bundleServices(outDir: string): Promise<Bundle> {
   const bin = join(outDir, 'bin');
   mkdirSync(bin, { recursive: true });
   await build({
-    entryPoints: { api: join(REPO_ROOT, 'apps/api/src/server.ts'), worker: join(REPO_ROOT, 'apps/worker/src/main.ts') },
+    entryPoints: {
+      api: join(REPO_ROOT, 'apps/api/src/server.ts'),
+      worker: join(REPO_ROOT, 'apps/worker/src/main.ts'),
+      reference: join(REPO_ROOT, 'tools/bench/src/reference-server.ts'),
+    },
     outdir: bin,
     outExtension: { '.js': '.mjs' },
     bundle: true,
@@ -41,5 +47,5 @@ export async function bundleServices(outDir: string): Promise<Bundle> {
       },
     ],
   });
-  return { api: join(bin, 'api.mjs'), worker: join(bin, 'worker.mjs') };
+  return { api: join(bin, 'api.mjs'), worker: join(bin, 'worker.mjs'), reference: join(bin, 'reference.mjs') };
 }

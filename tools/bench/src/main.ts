@@ -15,6 +15,7 @@ import {
   type Service,
   type ServiceEnv,
   startApi,
+  startReference,
   startWorkerProcess,
   waitForPool,
 } from './procs.ts';
@@ -75,7 +76,11 @@ const program = new Command()
     'postgres://postgres@127.0.0.1:5432/postgres',
   )
   .option('--redis-url <url>', 'Redis server (a fresh key prefix is used)', 'redis://127.0.0.1:6379')
-  .option('--keep', 'keep the bench database and Redis keys afterwards (for inspection)', false);
+  .option('--keep', 'keep the bench database and Redis keys afterwards (for inspection)', false)
+  .option(
+    '--no-reference',
+    'skip the reference service (a plain synchronous Fastify + postgres.js service) in latency, throughput and hot',
+  );
 
 program.parse();
 const opts = program.opts<{
@@ -92,6 +97,7 @@ const opts = program.opts<{
   pgUrl: string;
   redisUrl: string;
   keep: boolean;
+  reference: boolean;
 }>();
 
 const selected = new Set<ScenarioName>(
@@ -334,6 +340,9 @@ async function startService(base: BaseCtx): Promise<Ctx> {
   log(`starting the API and ${cfg.workers} workers (${opts.runtime})`);
   const [api] = await Promise.all([startApi(env, profileArgs('api')), startWorkers(cfg.workers)]);
   log(`API at ${api.baseUrl}; workers ${workers.map((w) => `${w.name}(pid ${w.pid})`).join(', ')}`);
+  const wantsReference = opts.reference && ['latency', 'throughput', 'hot'].some((n) => selected.has(n as ScenarioName));
+  const reference = wantsReference ? await startReference({ DATABASE_URL: base.infra.databaseUrl }) : undefined;
+  if (reference) log(`reference service at ${reference.baseUrl}`);
 
   const warmQuests = await seedQuests(base.infra.sql, base.owner.ownerId, 32, 'warm-up');
   const warm = async () => {
@@ -349,14 +358,28 @@ async function startService(base: BaseCtx): Promise<Ctx> {
       }),
     });
     log(`warm-up: ${w.ok200} allocations in ${w.elapsedS.toFixed(1)} s (not measured)`);
+    if (reference) {
+      const wr = await runLoad({
+        baseUrl: reference.baseUrl,
+        apiKey: base.owner.apiKey,
+        connections: 16,
+        durationS: cfg.warmupS,
+        pick: () => ({
+          questId: warmQuests[Math.floor(r() * warmQuests.length)]!,
+          address: accounts[Math.floor(r() * cfg.accountPool)]!,
+        }),
+      });
+      log(`warm-up: reference service ${wr.ok200} allocations (not measured)`);
+    }
   };
   await warm();
 
   const ctx: Ctx = {
     ...base,
-    services: () => [api, ...workers],
+    services: () => [api, ...workers, ...(reference ? [reference] : [])],
     accounts,
     api,
+    ...(reference ? { reference } : {}),
     workers: () => workers,
     async restartWorkers(n) {
       log(`restarting workers: ${workers.length} → ${n}`);
@@ -452,6 +475,35 @@ function goalTable(outputs: ScenarioOutput[]): string {
     tpRatio === undefined ? '—' : `${formatValue(num(tp), '/s')} = ${tpRatio.toFixed(2)} × ${formatValue(tp!.limit, '/s')}`,
     tpRatio === undefined ? undefined : tpRatio >= 0.5,
   );
+  // Against the reference service (a plain synchronous Fastify + postgres.js service).
+  const vsRef = (scenario: string, metric: string) => {
+    const r = find(scenario, metric);
+    const v = num(r);
+    return v !== undefined && typeof r?.reference === 'number' && r.reference > 0
+      ? { v, ref: r.reference, x: v / r.reference }
+      : undefined;
+  };
+  const refGoal = (goal: string, c: ReturnType<typeof vsRef>, unit: 'ms' | '/s', max?: number, min?: number) =>
+    add(
+      goal,
+      c ? `${formatValue(c.v, unit)} vs ${formatValue(c.ref, unit)} = ${c.x.toFixed(2)}×` : '—',
+      c === undefined ? undefined : (max === undefined || c.x <= max) && (min === undefined || c.x >= min),
+    );
+  refGoal('latency p50 ≤ reference p50', vsRef('latency', 'p50'), 'ms', 1);
+  refGoal('latency p99 ≤ 1.5 × reference p99', vsRef('latency', 'p99'), 'ms', 1.5);
+  const cpuLone = num(find('latency', 'CPU per allocation'));
+  add('CPU per lone allocation ≤ 1.5 ms', formatValue(cpuLone, 'ms'), cpuLone === undefined ? undefined : cpuLone <= 1.5);
+  refGoal('throughput ≥ 2 × reference', vsRef('throughput', 'allocations/s (limit: single'), '/s', undefined, 2);
+  const co = find('throughput', 'allocations/s (limit: coalesced');
+  const coRatio = typeof co?.service === 'number' && co.limit ? co.service / co.limit : undefined;
+  add(
+    'throughput ≥ 0.6 × coalesced-lists limit',
+    coRatio === undefined ? '—' : coRatio.toFixed(2),
+    coRatio === undefined ? undefined : coRatio >= 0.6,
+  );
+  refGoal('hot quest ≥ 15 × reference', vsRef('hot', 'allocations/s (limit: single'), '/s', undefined, 15);
+  const hotP99 = num(find('hot', 'p99'));
+  add('hot quest p99 ≤ 50 ms', formatValue(hotP99, 'ms'), hotP99 === undefined ? undefined : hotP99 <= 50);
   const b = num(find('batch', 'credits/s,'));
   add('4. batch ≥ 30,000 credits/s', formatValue(b, '/s'), b === undefined ? undefined : b >= 30_000);
   const mem = outputs.find((o) => o.name === 'memory')?.rows ?? [];

@@ -13,7 +13,7 @@ import { REPO_ROOT } from './infra.ts';
  */
 
 export interface Service {
-  role: 'api' | 'worker';
+  role: 'api' | 'worker' | 'reference';
   name: string;
   child: ChildProcess;
   pid: number;
@@ -43,10 +43,15 @@ export function freePort(): Promise<number> {
 const live = new Set<Service>();
 
 /** Entry points: the TypeScript sources through tsx (default) or a compiled bundle (--runtime bundle). */
-const entries = { api: 'apps/api/src/server.ts', worker: 'apps/worker/src/main.ts' };
-export function useEntries(e: { api: string; worker: string }) {
+const entries = {
+  api: 'apps/api/src/server.ts',
+  worker: 'apps/worker/src/main.ts',
+  reference: 'tools/bench/src/reference-server.ts',
+};
+export function useEntries(e: { api: string; worker: string; reference: string }) {
   entries.api = e.api;
   entries.worker = e.worker;
+  entries.reference = e.reference;
 }
 
 /** Every child still running (for the Ctrl-C / failure path). */
@@ -144,11 +149,25 @@ export interface ServiceEnv {
  * NODE_OPTIONS, so profiling flags are passed on the command line instead).
  */
 export async function startApi(env: ServiceEnv, nodeArgs: string[] = []): Promise<Service & { baseUrl: string }> {
+  return startHttp('api', entries.api, env, nodeArgs);
+}
+
+/** Start the reference service (reference-server.ts: a plain synchronous Fastify + postgres.js service). */
+export async function startReference(env: { DATABASE_URL: string }): Promise<Service & { baseUrl: string }> {
+  return startHttp('reference', entries.reference, env, []);
+}
+
+async function startHttp(
+  role: 'api' | 'reference',
+  entry: string,
+  env: Record<string, string>,
+  nodeArgs: string[],
+): Promise<Service & { baseUrl: string }> {
   const port = await freePort();
-  const svc = spawnService('api', 'api', entries.api, { ...env, HOST: '127.0.0.1', PORT: String(port) }, nodeArgs);
+  const svc = spawnService(role, role, entry, { ...env, HOST: '127.0.0.1', PORT: String(port) }, nodeArgs);
   const baseUrl = `http://127.0.0.1:${port}`;
   try {
-    await until('API readiness (GET /readyz)', svc, 60_000, async () => {
+    await until(`${role} readiness (GET /readyz)`, svc, 60_000, async () => {
       const res = await fetch(`${baseUrl}/readyz`, { signal: AbortSignal.timeout(2000) });
       await res.arrayBuffer();
       return res.status === 200 ? true : undefined;

@@ -120,6 +120,12 @@ export interface Ctx extends BaseCtx {
   /** Checksummed addresses of the seeded accounts (≥ max(accountPool, batchItems)). */
   accounts: string[];
   api: Service & { baseUrl: string };
+  /**
+   * The reference service (reference-server.ts): what a user would write instead — a plain
+   * Fastify + postgres.js service running the same ledger transaction inline. Measured under the
+   * same load as the service in latency, throughput and hot.
+   */
+  reference?: Service & { baseUrl: string };
   workers(): Service[];
   restartWorkers(n: number): Promise<void>;
   /**
@@ -230,11 +236,13 @@ async function backendLabels(ctx: BaseCtx, pids: string[]): Promise<Map<string, 
           ? 'API queries'
           : a.startsWith('quest-worker')
             ? 'worker transactions'
-            : a.startsWith('quest-bench-limit')
-              ? 'limit transactions'
-              : a.startsWith('quest-bench')
-                ? 'bench checks'
-                : a || r.backend_type;
+            : a.startsWith('quest-bench-reference')
+              ? 'reference queries'
+              : a.startsWith('quest-bench-limit')
+                ? 'limit transactions'
+                : a.startsWith('quest-bench')
+                  ? 'bench checks'
+                  : a || r.backend_type;
     labels.set(String(r.pid), `postgres: ${who}`);
   }
   return labels;
@@ -344,6 +352,8 @@ export async function latencyScenario(ctx: Ctx): Promise<ScenarioOutput> {
   );
   const v1 = await verifyLoad(ctx, [svcQuest!], load);
 
+  const ref = await referenceRun(ctx, 'latency', { connections: 1, amount: n, quests: 1, seed: 1 });
+
   const [limQuest] = await seedQuests(infra.sql, owner.ownerId, 1, 'latency-limit');
   ctx.log(`latency: limit, ${n} sequential ledger transactions`);
   const { result: direct, cpu: limitCpu } = await withLimitPool(ctx, 1, (sql) =>
@@ -360,20 +370,88 @@ export async function latencyScenario(ctx: Ctx): Promise<ScenarioOutput> {
   return finish(
     ctx,
     'latency',
-    [v1, v2],
+    [v1, v2, ...(ref ? [ref.verdict] : [])],
     [
-      { metric: 'p50', unit: 'ms', service: load.latency.p50, limit: direct.latency.p50 },
-      { metric: 'p90', unit: 'ms', service: load.latency.p90, limit: direct.latency.p90 },
-      { metric: 'p99', unit: 'ms', service: load.latency.p99, limit: direct.latency.p99 },
-      { metric: 'allocations/s (1 client)', unit: '/s', service: load.rate, limit: direct.rate },
+      { metric: 'p50', unit: 'ms', service: load.latency.p50, limit: direct.latency.p50, reference: ref?.load.latency.p50 },
+      { metric: 'p90', unit: 'ms', service: load.latency.p90, limit: direct.latency.p90, reference: ref?.load.latency.p90 },
+      { metric: 'p99', unit: 'ms', service: load.latency.p99, limit: direct.latency.p99, reference: ref?.load.latency.p99 },
+      { metric: 'allocations/s (1 client)', unit: '/s', service: load.rate, limit: direct.rate, reference: ref?.load.rate },
+      {
+        metric: 'CPU per allocation (all processes)',
+        unit: 'ms',
+        service: cpuPerCredit(svcCpu, load.ok200, 'service'),
+        limit: cpuPerCredit(limitCpu, direct.completed, 'limit'),
+        reference: ref ? cpuPerCredit(ref.cpu, ref.load.ok200, 'reference') : undefined,
+      },
     ],
-    { service: { ...lean(load), cpu: svcCpu }, limit: { ...lean(direct), cpu: limitCpu } },
+    {
+      service: { ...lean(load), cpu: svcCpu },
+      limit: { ...lean(direct), cpu: limitCpu },
+      reference: ref && { ...lean(ref.load), cpu: ref.cpu },
+    },
     [
       `latency: ${load.ok200} × 200, ${load.accepted202} × 202; max ${formatValue(load.latency.max, 'ms')} (limit max ${formatValue(direct.latency.max, 'ms')})`,
       cpuNote('latency (service)', load.elapsedS, svcCpu, load.ok200),
       cpuNote('latency (limit)', direct.elapsedS, limitCpu, direct.completed),
+      ...(ref ? [cpuNote('latency (reference)', ref.load.elapsedS, ref.cpu, ref.load.ok200)] : []),
     ],
   );
+}
+
+/**
+ * CPU milliseconds per credit of one side of a comparison, over every process that side runs
+ * (PostgreSQL's backends and shared work included; the load generator and other people's
+ * processes excluded): `service` = API + workers + Redis + their PostgreSQL work; `reference` = the
+ * reference process + its PostgreSQL work; `limit` = the bench's limit driver + its transactions.
+ */
+export function cpuPerCredit(
+  cpu: Record<string, number>,
+  credits: number,
+  side: 'service' | 'reference' | 'limit',
+): number | null {
+  if (!credits) return null;
+  let total = 0;
+  for (const [group, seconds] of Object.entries(cpu)) {
+    if (group.startsWith('other')) continue;
+    const isReference = group === 'reference' || group === 'postgres: reference queries';
+    const isLimit = group.startsWith('bench (') || group === 'postgres: limit transactions';
+    const shared = group === 'postgres (shared: WAL, checkpoints)' || group === 'postgres: autovacuum';
+    const mine =
+      side === 'reference'
+        ? isReference
+        : side === 'limit'
+          ? isLimit
+          : !isReference && !isLimit && !shared && group !== 'postgres: bench checks';
+    if (mine || shared) total += seconds;
+  }
+  return (total * 1000) / credits;
+}
+
+/** The same closed-loop load as the service's, sent to the reference service (when it runs). */
+async function referenceRun(
+  ctx: Ctx,
+  label: string,
+  opts: { connections: number; quests: number; seed: number; amount?: number; durationS?: number },
+): Promise<{ load: LoadResult; cpu: Record<string, number>; verdict: Verdict } | undefined> {
+  const reference = ctx.reference;
+  if (!reference) return undefined;
+  const quests = await seedQuests(ctx.infra.sql, ctx.owner.ownerId, opts.quests, `${label}-reference`);
+  const r = rng(opts.seed);
+  const pick = () => ({
+    questId: quests[Math.floor(r() * quests.length)]!,
+    address: ctx.accounts[Math.floor(r() * ctx.cfg.accountPool)]!,
+  });
+  ctx.log(`${label}: reference service, ${opts.connections} connection${opts.connections > 1 ? 's' : ''}`);
+  const { result: load, cpu } = await measured(ctx, `${label} (reference)`, () =>
+    runLoad({
+      baseUrl: reference.baseUrl,
+      apiKey: ctx.owner.apiKey,
+      connections: opts.connections,
+      ...(opts.amount !== undefined ? { amount: opts.amount } : { durationS: opts.durationS }),
+      pick,
+    }),
+  );
+  return { load, cpu, verdict: await verifyLoad(ctx, quests, load) };
 }
 
 // ───────────────────── 2. throughput (+ 6. memory) / 5. scale ─────────────────────
@@ -531,6 +609,16 @@ export async function throughputScenario(
     cpuNote(`${which} (service)`, svc.load.elapsedS, svc.cpu, svc.load.ok200),
   ];
   const verdicts = [svc.verdict];
+  const ref = await referenceRun(ctx, which, {
+    connections: cfg.connections,
+    quests: hot ? 1 : cfg.throughputQuests,
+    durationS,
+    seed: hot ? 3 : 2,
+  });
+  if (ref) {
+    verdicts.push(ref.verdict);
+    notes.push(cpuNote(`${which} (reference)`, ref.load.elapsedS, ref.cpu, ref.load.ok200));
+  }
   let single: Awaited<ReturnType<typeof singleLimit>> | undefined;
   let coalesced: Awaited<ReturnType<typeof coalescedLimit>> | undefined;
   if (opts.withLimit) {
@@ -550,22 +638,48 @@ export async function throughputScenario(
   }
   const non2xx = sumValues(svc.load.otherStatus);
   const rows: Omit<Row, 'status' | 'scenario'>[] = [
-    { metric: 'allocations/s (limit: single-item tx)', unit: '/s', service: svc.load.rate, limit: single?.direct.rate ?? null },
+    {
+      metric: 'allocations/s (limit: single-item tx)',
+      unit: '/s',
+      service: svc.load.rate,
+      limit: single?.direct.rate ?? null,
+      reference: ref?.load.rate,
+    },
     {
       metric: 'allocations/s (limit: coalesced lists)',
       unit: '/s',
       service: svc.load.rate,
       limit: coalesced?.direct.rate ?? null,
     },
-    { metric: 'p50', unit: 'ms', service: svc.load.latency.p50, limit: single?.direct.latency.p50 ?? null },
-    { metric: 'p99', unit: 'ms', service: svc.load.latency.p99, limit: single?.direct.latency.p99 ?? null },
+    {
+      metric: 'p50',
+      unit: 'ms',
+      service: svc.load.latency.p50,
+      limit: single?.direct.latency.p50 ?? null,
+      reference: ref?.load.latency.p50,
+    },
+    {
+      metric: 'p99',
+      unit: 'ms',
+      service: svc.load.latency.p99,
+      limit: single?.direct.latency.p99 ?? null,
+      reference: ref?.load.latency.p99,
+    },
+    {
+      metric: 'CPU per allocation (all processes)',
+      unit: 'ms',
+      service: cpuPerCredit(svc.cpu, svc.load.ok200, 'service'),
+      limit: single ? cpuPerCredit(single.cpu, single.direct.completed, 'limit') : null,
+      reference: ref ? cpuPerCredit(ref.cpu, ref.load.ok200, 'reference') : undefined,
+    },
     { metric: 'non-2xx / 202', unit: 'text', service: `${non2xx} / ${svc.load.accepted202}`, limit: undefined },
   ];
-  if (hot) rows.splice(2, 1); // hot: allocations/s and p99 (p50 kept in JSON)
+  if (hot) rows.splice(2, 1); // hot: no p50 row (kept in JSON)
   const raw: Record<string, unknown> = {
     service: { ...lean(svc.load), cpu: svc.cpu, jobs: svc.jobs },
     limitSingle: single && { ...lean(single.direct), cpu: single.cpu },
     limitCoalesced: coalesced && lean(coalesced.direct),
+    reference: ref && { ...lean(ref.load), cpu: ref.cpu },
   };
   const out = await finish(ctx, which, verdicts, rows, raw, notes);
   return { out, svc };

@@ -87,10 +87,12 @@ export interface Row {
   limit?: number | null;
   /** Overrides the computed service ÷ limit. */
   ratio?: number | null;
+  /** The same figure for the reference service (a plain synchronous Fastify + postgres.js service). */
+  reference?: number | null;
   status: string;
 }
 
-export const TABLE_HEADER = ['scenario', 'metric', 'service', 'limit', 'ratio', 'status'] as const;
+export const TABLE_HEADER = ['scenario', 'metric', 'service', 'limit', 'ratio', 'reference', 'vs ref', 'status'] as const;
 
 export function rowCells(row: Row): string[] {
   const r = row.ratio !== undefined ? row.ratio : typeof row.service === 'number' ? ratio(row.service, row.limit) : null;
@@ -100,6 +102,11 @@ export function rowCells(row: Row): string[] {
     formatValue(row.service, row.unit),
     row.limit === undefined ? '—' : formatValue(row.limit, row.unit),
     r === null ? '—' : `${r.toFixed(2)}`,
+    row.reference === undefined ? '—' : formatValue(row.reference, row.unit),
+    (() => {
+      const v = typeof row.service === 'number' ? ratio(row.service, row.reference) : null;
+      return v === null ? '—' : `${v.toFixed(2)}`;
+    })(),
     row.status,
   ];
 }
@@ -123,7 +130,7 @@ export function markdownTable(
 }
 
 export function resultsTable(rows: readonly Row[]): string {
-  return markdownTable(TABLE_HEADER, rows.map(rowCells), ['l', 'l', 'r', 'r', 'r', 'l']);
+  return markdownTable(TABLE_HEADER, rows.map(rowCells), ['l', 'l', 'r', 'r', 'r', 'r', 'r', 'l']);
 }
 
 /** Deterministic, fast PRNG (mulberry32) so runs pick the same quest/account sequences. */

@@ -5,6 +5,7 @@ import {
   DEFAULT_MESSAGE,
   DomainError,
   type ErrorCode,
+  errorCodeSchema,
   idempotentRequestKey,
   newId,
   passAddressLowerSchema,
@@ -25,7 +26,14 @@ import {
   getBatchResults,
   recordPendingAllocation,
 } from '@quest/db';
-import { errorResponses } from '../errors.ts';
+import {
+  documented,
+  type ErrorExample,
+  EXAMPLE_PAYOUT,
+  errorResponses,
+  IDEMPOTENT_REPLAYED_HEADER,
+  LOCATION_HEADER,
+} from '../openapi.ts';
 import { countAllocation, countBatchItems } from '../metrics.ts';
 import { IdempotencyGuard } from '../idempotency-guard.ts';
 import type { AllocationRoutesOptions } from '../types.ts';
@@ -39,6 +47,7 @@ import type { AllocationRoutesOptions } from '../types.ts';
 const questParams = questIdParamsSchema;
 const idempotencyHeaders = z.object({
   'idempotency-key': z.string().min(1).max(255).optional().meta({
+    example: 'order-1234',
     description:
       'Optional. The same owner + quest + key gets the original outcome, never a second credit. Kept as long as the outcome (at least 24 h; in practice forever).',
   }),
@@ -51,52 +60,130 @@ const points = z
   .max(Number.MAX_SAFE_INTEGER)
   .meta({ description: 'Points to allocate: a positive integer.' });
 
-const allocateBody = z.strictObject({ points, address: passAddressSchema });
-const errorView = z.object({ code: z.string(), message: z.string() });
-const allocationView = z.object({
-  id: z.string().meta({ description: 'Allocation id: the request key (`alc_…`).' }),
-  status: z.enum(['pending', 'completed', 'rejected', 'failed']),
-  payout: payoutSchema.optional(),
-  error: errorView.optional(),
-  updated_at: z.string().meta({
-    description: 'When this allocation was last touched: decided, accepted, re-driven or given up (ISO 8601 UTC).',
-  }),
-});
+const count = (description: string) => z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).meta({ description });
+const timestamp = (description: string, example: string) => z.iso.datetime().meta({ description, example });
+
+const allocateBody = z
+  .strictObject({ points, address: passAddressSchema })
+  .meta({ example: { points: 250, address: EXAMPLE_PAYOUT.account.pass } });
+const errorView = z
+  .object({
+    code: errorCodeSchema,
+    message: z.string().meta({ example: DEFAULT_MESSAGE.INSUFFICIENT_POINTS }),
+  })
+  .meta({
+    id: 'OutcomeError',
+    description:
+      'Why an allocation or batch item was not applied: a decision (QUEST_NOT_ACTIVE, ACTION_TYPE_INACTIVE, INSUFFICIENT_POINTS, ' +
+      'ACCOUNT_NOT_FOUND, BALANCE_LIMIT_EXCEEDED, IDEMPOTENCY_KEY_REUSED) or ALLOCATION_FAILED (given up; nothing applied).',
+  });
+const allocationView = z
+  .object({
+    id: z.string().meta({
+      description: 'Allocation id: the request key (`alc_…`), or `<batch id>:<index>` for a batch item.',
+      example: 'alc_01jf8q4g0x7m3r6v2k9d1n5bta',
+    }),
+    status: z.enum(['pending', 'completed', 'rejected', 'failed']).meta({
+      description:
+        'pending: accepted, not decided yet; completed: credited (see payout); rejected: refused by a decision (see error); ' +
+        'failed: given up, nothing applied, a retry with the same Idempotency-Key is safe (see error).',
+    }),
+    payout: payoutSchema.optional().meta({ description: 'When completed.' }),
+    error: errorView.optional().meta({ description: 'When rejected or failed.' }),
+    updated_at: timestamp(
+      'When this allocation was last touched: decided, accepted, re-driven or given up (ISO 8601 UTC).',
+      '2026-03-01T12:00:00.123Z',
+    ),
+  })
+  .meta({ id: 'Allocation', description: 'An allocation and where it stands.' });
 
 const batchItem = z.strictObject({ address: passAddressLowerSchema, points });
-const batchBody = z.strictObject({
-  allocations: z
-    .array(batchItem)
-    .min(1)
-    .meta({ description: 'Allocations, decided in this order. At most BATCH_MAX_ITEMS (default 10,000).' }),
+const batchBody = z
+  .strictObject({
+    allocations: z
+      .array(batchItem)
+      .min(1)
+      .meta({ description: 'Allocations, decided in this order. At most BATCH_MAX_ITEMS (default 10,000).' }),
+  })
+  .meta({
+    example: {
+      allocations: [
+        { address: EXAMPLE_PAYOUT.account.pass, points: 250 },
+        { address: '0xCC9c7d5148a0EDF1514037c47dfA6f9F0513149f', points: 40 },
+      ],
+    },
+  });
+const batchResult = z
+  .object({
+    index: z.number().int().min(0).max(INT32_MAX).meta({ description: "The item's index in the request's `allocations`." }),
+    status: z.enum(['completed', 'rejected']),
+    payout: payoutSchema.optional().meta({ description: 'When completed.' }),
+    address: z.string().optional().meta({
+      description: "When rejected: the item's pass address (EIP-55 checksum form).",
+      example: '0x52908400098527886E0F7030069857D2E4169EE7',
+    }),
+    points: points.optional().meta({ description: "When rejected: the item's points.", example: 250 }),
+    error: errorView.optional().meta({ description: 'When rejected.' }),
+  })
+  .meta({ id: 'BatchResult', description: 'The outcome of one batch item.' });
+const batchView = z
+  .object({
+    id: z.string().meta({ description: 'Batch id (`bat_…`).', example: 'bat_01jf8q4g0x7m3r6v2k9d1n5btb' }),
+    status: z.enum(['pending', 'processing', 'completed', 'failed']).meta({
+      description:
+        'pending: accepted, not started; processing: items are being decided; completed: every item decided; ' +
+        'failed: stopped (retry with the same Idempotency-Key to resume).',
+    }),
+    total: count('Items in the batch.'),
+    processed: count('Items decided so far.'),
+    succeeded: count('Items credited.'),
+    failed: count('Items rejected.'),
+    created_at: timestamp('When the batch was accepted (ISO 8601 UTC).', '2026-03-01T12:00:00.123Z'),
+    updated_at: timestamp(
+      'When the batch last made progress or was last (re-)driven (ISO 8601 UTC).',
+      '2026-03-01T12:00:01.456Z',
+    ),
+    completed_at: z.iso
+      .datetime()
+      .nullable()
+      .meta({ description: 'When every item was decided (ISO 8601 UTC); null until then.', example: '2026-03-01T12:00:01.456Z' }),
+    results: z.array(batchResult).optional().meta({
+      description:
+        'Item outcomes in index order: all of them in the answer to POST when completed; a page (limit, offset) in GET.',
+    }),
+  })
+  .meta({ id: 'Batch', description: 'A batch: its progress and, when asked for, its item outcomes.' });
+
+const payoutResponse = z
+  .object({ payout: payoutSchema })
+  .meta({ id: 'PayoutResponse', description: 'A decided allocation: the payout.' });
+const allocationResponse = z.object({ allocation: allocationView }).meta({ id: 'AllocationResponse' });
+const batchResponse = z.object({ batch: batchView }).meta({ id: 'BatchResponse' });
+
+const EXAMPLE_BATCH = {
+  id: 'bat_01jf8q4g0x7m3r6v2k9d1n5btb',
+  total: 2,
+  created_at: '2026-03-01T12:00:00.123Z',
+};
+
+/** The errors of the two POST routes: how the request can fail before, at and after the decision. */
+const validationExample = (path: string, message: string): ErrorExample => ({
+  code: 'VALIDATION_FAILED',
+  message: `Invalid request: body.${path}: ${message}`,
+  details: [{ location: 'body', path, code: 'invalid_format', message }],
 });
-const batchResult = z.object({
-  index: z.number().int(),
-  status: z.enum(['completed', 'rejected']),
-  payout: payoutSchema.optional(),
-  address: z.string().optional(),
-  points: z.number().int().optional(),
-  error: errorView.optional(),
-});
-const batchView = z.object({
-  id: z.string(),
-  status: z.enum(['pending', 'processing', 'completed', 'failed']),
-  total: z.number().int(),
-  processed: z.number().int(),
-  succeeded: z.number().int(),
-  failed: z.number().int(),
-  created_at: z.string(),
-  updated_at: z.string().meta({ description: 'When the batch last made progress or was last (re-)driven (ISO 8601 UTC).' }),
-  completed_at: z.string().nullable(),
-  results: z.array(batchResult).optional(),
-});
+const AUTH_ERRORS = {
+  description: 'INVALID_API_KEY or NOT_QUEST_OWNER.',
+  codes: ['INVALID_API_KEY', 'NOT_QUEST_OWNER'],
+} as const;
+
 // Digits only, like every other route's query parameters (intQueryParam), never z.coerce.
 const pageQuery = z.object({
   limit: intQueryParam({ default: 100, min: 1, max: 1000, description: 'Results per page (1..1000, default 100).' }),
   offset: intQueryParam({ default: 0, min: 0, max: INT32_MAX, description: 'Results to skip (default 0).' }),
 });
 
-const rejection = (code: string) => ({ code, message: DEFAULT_MESSAGE[code as ErrorCode] ?? code });
+const rejection = (code: string) => ({ code: code as ErrorCode, message: DEFAULT_MESSAGE[code as ErrorCode] ?? code });
 
 function batchDigest(items: readonly { address: string; points: number }[]): string {
   const h = createHash('sha256');
@@ -153,13 +240,46 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
         headers: idempotencyHeaders,
         body: allocateBody,
         response: {
-          200: z.object({ payout: payoutSchema }),
-          202: z.object({ allocation: allocationView }),
+          200: documented(payoutResponse, {
+            description: 'Decided and credited: the payout. With `Idempotent-Replayed: true` when it replays an earlier outcome.',
+            example: { payout: EXAMPLE_PAYOUT },
+            headers: { 'Idempotent-Replayed': IDEMPOTENT_REPLAYED_HEADER },
+          }),
+          202: documented(allocationResponse, {
+            description:
+              'Accepted and queued, not decided within ALLOCATION_WAIT_MS: poll the `Location` URL (GET /quests/{questId}/allocations/{allocationId}).',
+            example: {
+              allocation: { id: 'alc_01jf8q4g0x7m3r6v2k9d1n5bta', status: 'pending', updated_at: '2026-03-01T12:00:00.123Z' },
+            },
+            headers: { Location: LOCATION_HEADER },
+          }),
           ...errorResponses({
-            400: 'Invalid request (VALIDATION_FAILED; UNSUPPORTED_MEDIA_TYPE for a body that is not JSON; PAYLOAD_TOO_LARGE beyond the body limit), quests disabled, or rejected at decision time: QUEST_NOT_ACTIVE, ACTION_TYPE_INACTIVE, INSUFFICIENT_POINTS, ACCOUNT_NOT_FOUND, BALANCE_LIMIT_EXCEEDED, IDEMPOTENCY_KEY_REUSED.',
-            401: 'INVALID_API_KEY or NOT_QUEST_OWNER.',
-            404: 'QUEST_NOT_FOUND.',
-            503: 'QUEUE_UNAVAILABLE, DATABASE_UNAVAILABLE, or ALLOCATION_FAILED (not applied; retry).',
+            400: {
+              description:
+                'Invalid request (VALIDATION_FAILED; UNSUPPORTED_MEDIA_TYPE for a body that is not JSON; PAYLOAD_TOO_LARGE beyond the body limit), ' +
+                'QUESTS_DISABLED, or rejected at decision time: QUEST_NOT_ACTIVE, ACTION_TYPE_INACTIVE, INSUFFICIENT_POINTS, ACCOUNT_NOT_FOUND, ' +
+                'BALANCE_LIMIT_EXCEEDED, IDEMPOTENCY_KEY_REUSED. A rejection replayed for an Idempotency-Key carries `Idempotent-Replayed: true`.',
+              codes: [
+                validationExample('points', 'Too small: expected number to be >=1'),
+                'UNSUPPORTED_MEDIA_TYPE',
+                'PAYLOAD_TOO_LARGE',
+                'QUESTS_DISABLED',
+                'QUEST_NOT_ACTIVE',
+                'ACTION_TYPE_INACTIVE',
+                'INSUFFICIENT_POINTS',
+                'ACCOUNT_NOT_FOUND',
+                'BALANCE_LIMIT_EXCEEDED',
+                'IDEMPOTENCY_KEY_REUSED',
+              ],
+              headers: { 'Idempotent-Replayed': IDEMPOTENT_REPLAYED_HEADER },
+            },
+            401: AUTH_ERRORS,
+            404: { description: 'QUEST_NOT_FOUND.', codes: ['QUEST_NOT_FOUND'] },
+            503: {
+              description:
+                'QUEUE_UNAVAILABLE, DATABASE_UNAVAILABLE, or ALLOCATION_FAILED: not applied; retry after Retry-After, with the same Idempotency-Key.',
+              codes: ['QUEUE_UNAVAILABLE', 'DATABASE_UNAVAILABLE', 'ALLOCATION_FAILED'],
+            },
           }),
         },
       },
@@ -175,6 +295,8 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
       if (idem && idempotency) await idempotency.claim(key, IdempotencyGuard.digest([address.toLowerCase(), points]));
       const result = await allocator.allocate({ key, questId, points, address, requestId: request.id });
       countAllocation(result);
+      // A generated key is never replayed but by a redelivered job: only a client's key makes a replay.
+      if (idem && 'replayed' in result && result.replayed) reply.header('idempotent-replayed', 'true');
       switch (result.status) {
         case 'completed':
           return reply.code(200).send({ payout: result.payout });
@@ -213,11 +335,38 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
         params: questParams.extend({ allocationId: allocationIdParamSchema }),
         headers: idempotencyHeaders.pick({ 'x-api-key': true }),
         response: {
-          200: z.object({ allocation: allocationView }),
+          200: documented(allocationResponse, {
+            description: 'The allocation: pending, completed with its payout, rejected or failed with the error.',
+            example: {
+              allocation: {
+                id: 'alc_01jf8q4g0x7m3r6v2k9d1n5bta',
+                status: 'completed',
+                payout: EXAMPLE_PAYOUT,
+                updated_at: '2026-03-01T12:00:00.123Z',
+              },
+            },
+          }),
           ...errorResponses({
-            400: 'Invalid request or quests disabled.',
-            401: 'INVALID_API_KEY or NOT_QUEST_OWNER.',
-            404: 'QUEST_NOT_FOUND or ALLOCATION_NOT_FOUND.',
+            400: {
+              description: 'VALIDATION_FAILED (bad quest or allocation id) or QUESTS_DISABLED.',
+              codes: [
+                {
+                  code: 'VALIDATION_FAILED',
+                  message: 'Invalid request: params.allocationId: must be an allocation id (alc_… or <batch id>:<index>)',
+                  details: [
+                    {
+                      location: 'params',
+                      path: 'allocationId',
+                      code: 'invalid_format',
+                      message: 'must be an allocation id (alc_… or <batch id>:<index>)',
+                    },
+                  ],
+                },
+                'QUESTS_DISABLED',
+              ],
+            },
+            401: AUTH_ERRORS,
+            404: { description: 'QUEST_NOT_FOUND or ALLOCATION_NOT_FOUND.', codes: ['ALLOCATION_NOT_FOUND', 'QUEST_NOT_FOUND'] },
           }),
         },
       },
@@ -257,13 +406,80 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
         headers: idempotencyHeaders,
         body: batchBody,
         response: {
-          200: z.object({ batch: batchView }),
-          202: z.object({ batch: batchView }),
+          200: documented(batchResponse, {
+            description:
+              'Every item decided within BATCH_WAIT_MS: the batch with all its results. With `Idempotent-Replayed: true` when an earlier request with this Idempotency-Key created the batch.',
+            example: {
+              batch: {
+                ...EXAMPLE_BATCH,
+                status: 'completed',
+                processed: 2,
+                succeeded: 1,
+                failed: 1,
+                updated_at: '2026-03-01T12:00:01.456Z',
+                completed_at: '2026-03-01T12:00:01.456Z',
+                results: [
+                  { index: 0, status: 'completed', payout: EXAMPLE_PAYOUT },
+                  {
+                    index: 1,
+                    status: 'rejected',
+                    address: '0xCC9c7d5148a0EDF1514037c47dfA6f9F0513149f',
+                    points: 40,
+                    error: { code: 'ACCOUNT_NOT_FOUND', message: DEFAULT_MESSAGE.ACCOUNT_NOT_FOUND },
+                  },
+                ],
+              },
+            },
+            headers: { 'Idempotent-Replayed': IDEMPOTENT_REPLAYED_HEADER },
+          }),
+          202: documented(batchResponse, {
+            description:
+              'Accepted, not finished within BATCH_WAIT_MS: the batch without results; poll the `Location` URL (GET /quests/{questId}/batches/{batchId}). ' +
+              'With `Idempotent-Replayed: true` when an earlier request with this Idempotency-Key created the batch.',
+            example: {
+              batch: {
+                ...EXAMPLE_BATCH,
+                status: 'processing',
+                processed: 1,
+                succeeded: 1,
+                failed: 0,
+                updated_at: '2026-03-01T12:00:00.789Z',
+                completed_at: null,
+              },
+            },
+            headers: { Location: LOCATION_HEADER, 'Idempotent-Replayed': IDEMPOTENT_REPLAYED_HEADER },
+          }),
           ...errorResponses({
-            400: 'Invalid request (a malformed item is named by its index in details; UNSUPPORTED_MEDIA_TYPE for a body that is not JSON; PAYLOAD_TOO_LARGE beyond BATCH_BODY_LIMIT_BYTES), BATCH_TOO_LARGE, IDEMPOTENCY_KEY_REUSED, or quests disabled.',
-            401: 'INVALID_API_KEY or NOT_QUEST_OWNER.',
-            404: 'QUEST_NOT_FOUND.',
-            503: 'QUEUE_UNAVAILABLE, DATABASE_UNAVAILABLE, or ALLOCATION_FAILED (the batch stopped; retry with the same Idempotency-Key to resume).',
+            400: {
+              description:
+                'VALIDATION_FAILED (a malformed item is named by its index in details; UNSUPPORTED_MEDIA_TYPE for a body that is not JSON; ' +
+                'PAYLOAD_TOO_LARGE beyond BATCH_BODY_LIMIT_BYTES), BATCH_TOO_LARGE, IDEMPOTENCY_KEY_REUSED, or QUESTS_DISABLED.',
+              codes: [
+                validationExample('allocations.3.address', 'must be 0x followed by 40 hexadecimal digits'),
+                'UNSUPPORTED_MEDIA_TYPE',
+                'PAYLOAD_TOO_LARGE',
+                'BATCH_TOO_LARGE',
+                'IDEMPOTENCY_KEY_REUSED',
+                'QUESTS_DISABLED',
+              ],
+            },
+            401: AUTH_ERRORS,
+            404: { description: 'QUEST_NOT_FOUND.', codes: ['QUEST_NOT_FOUND'] },
+            503: {
+              description:
+                'QUEUE_UNAVAILABLE, DATABASE_UNAVAILABLE, or ALLOCATION_FAILED (the batch stopped; retry with the same Idempotency-Key to resume).',
+              codes: [
+                'QUEUE_UNAVAILABLE',
+                'DATABASE_UNAVAILABLE',
+                {
+                  code: 'ALLOCATION_FAILED',
+                  message:
+                    'Batch bat_01jf8q4g0x7m3r6v2k9d1n5btb stopped after 5000 of 10000 items; retry with the same Idempotency-Key to resume.',
+                  details: { batchId: 'bat_01jf8q4g0x7m3r6v2k9d1n5btb', processed: 5000 },
+                },
+              ],
+              headers: { 'Idempotent-Replayed': IDEMPOTENT_REPLAYED_HEADER },
+            },
           }),
         },
       },
@@ -284,7 +500,7 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
       const batchId = idem ? idempotentRequestKey(ownerId, questId, idem, 'bat') : newId('bat');
       const digest = batchDigest(items);
       if (idem && idempotency) await idempotency.claim(batchId, digest);
-      const { row } = await createOrGetBatch(sql, {
+      const { row, created } = await createOrGetBatch(sql, {
         id: batchId,
         questId,
         ownerId,
@@ -293,6 +509,8 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
         points: items.map((i) => i.points),
       });
       if (row.items_digest !== digest) throw new DomainError('IDEMPOTENCY_KEY_REUSED');
+      // An earlier request with this Idempotency-Key created the batch: this answer reports it.
+      if (!created) reply.header('idempotent-replayed', 'true');
 
       let final: BatchRow | undefined = row.status === 'completed' ? row : undefined;
       if (!final) {
@@ -336,11 +554,44 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
         headers: idempotencyHeaders.pick({ 'x-api-key': true }),
         querystring: pageQuery,
         response: {
-          200: z.object({ batch: batchView }),
+          200: documented(batchResponse, {
+            description: 'The batch, its progress, and the page of results asked for (limit, offset).',
+            example: {
+              batch: {
+                ...EXAMPLE_BATCH,
+                status: 'completed',
+                processed: 2,
+                succeeded: 2,
+                failed: 0,
+                updated_at: '2026-03-01T12:00:01.456Z',
+                completed_at: '2026-03-01T12:00:01.456Z',
+                results: [
+                  { index: 0, status: 'completed', payout: EXAMPLE_PAYOUT },
+                  {
+                    index: 1,
+                    status: 'completed',
+                    payout: { ...EXAMPLE_PAYOUT, id: 'pay_01jf8q4g0x7m3r6v2k9d1n5btc', amount: 40 },
+                  },
+                ],
+              },
+            },
+          }),
           ...errorResponses({
-            400: 'Invalid request or quests disabled.',
-            401: 'INVALID_API_KEY or NOT_QUEST_OWNER.',
-            404: 'QUEST_NOT_FOUND or BATCH_NOT_FOUND.',
+            400: {
+              description: 'VALIDATION_FAILED (bad quest or batch id, limit or offset) or QUESTS_DISABLED.',
+              codes: [
+                {
+                  code: 'VALIDATION_FAILED',
+                  message: 'Invalid request: params.batchId: must be a batch id (bat_…)',
+                  details: [
+                    { location: 'params', path: 'batchId', code: 'invalid_format', message: 'must be a batch id (bat_…)' },
+                  ],
+                },
+                'QUESTS_DISABLED',
+              ],
+            },
+            401: AUTH_ERRORS,
+            404: { description: 'QUEST_NOT_FOUND or BATCH_NOT_FOUND.', codes: ['BATCH_NOT_FOUND', 'QUEST_NOT_FOUND'] },
           }),
         },
       },

@@ -1,7 +1,7 @@
 import { type CampaignQuestRow, type CampaignRow, getCampaign, listCampaignQuests } from '@quest/db';
 import { type CampaignView, campaignIdParamsSchema, campaignViewSchema, DomainError } from '@quest/domain';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { errorResponses } from '../errors.ts';
+import { documented, EXAMPLE_CAMPAIGN, errorResponses } from '../openapi.ts';
 import type { ApiDeps } from '../types.ts';
 
 export function toCampaignView(campaign: CampaignRow, quests: CampaignQuestRow[]): CampaignView {
@@ -47,10 +47,20 @@ export const getCampaignRoute: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async 
         security: [],
         params: campaignIdParamsSchema,
         response: {
-          200: campaignViewSchema,
+          200: documented(campaignViewSchema, { description: 'The campaign and its public quests.', example: EXAMPLE_CAMPAIGN }),
           ...errorResponses({
-            400: 'VALIDATION_FAILED (bad campaign id) or CAMPAIGNS_DISABLED.',
-            404: 'CAMPAIGN_NOT_FOUND.',
+            400: {
+              description: 'VALIDATION_FAILED (bad campaign id) or CAMPAIGNS_DISABLED.',
+              codes: [
+                {
+                  code: 'VALIDATION_FAILED',
+                  message: 'Invalid request: params.id: must be a positive integer',
+                  details: [{ location: 'params', path: 'id', code: 'invalid_format', message: 'must be a positive integer' }],
+                },
+                'CAMPAIGNS_DISABLED',
+              ],
+            },
+            404: { description: 'CAMPAIGN_NOT_FOUND.', codes: ['CAMPAIGN_NOT_FOUND'] },
           }),
         },
       },

@@ -9,7 +9,7 @@ import {
 } from '@quest/domain';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { apiKeyHeader } from '../auth.ts';
-import { errorResponses } from '../errors.ts';
+import { documented, EXAMPLE_QUEST_DETAIL, errorResponses } from '../openapi.ts';
 import type { RouteDeps } from '../types.ts';
 
 export function toQuestDetailView(quest: QuestDetailRow, payouts: PayoutRow[], now: Date): QuestDetailView {
@@ -47,11 +47,34 @@ export const getQuestRoute: FastifyPluginAsyncZod<{ deps: RouteDeps }> = async (
         params: questIdParamsSchema,
         querystring: questDetailQuerySchema,
         response: {
-          200: questDetailViewSchema,
+          200: documented(questDetailViewSchema, {
+            description: 'The quest and a page of its payouts, newest first.',
+            example: EXAMPLE_QUEST_DETAIL,
+          }),
           ...errorResponses({
-            400: 'VALIDATION_FAILED (bad quest id, limit or offset) or QUESTS_DISABLED.',
-            401: 'INVALID_API_KEY (missing, malformed, unknown or revoked key) or NOT_QUEST_OWNER.',
-            404: 'QUEST_NOT_FOUND.',
+            400: {
+              description: 'VALIDATION_FAILED (bad quest id, limit or offset) or QUESTS_DISABLED.',
+              codes: [
+                {
+                  code: 'VALIDATION_FAILED',
+                  message: 'Invalid request: querystring.offset: must be a non-negative integer',
+                  details: [
+                    {
+                      location: 'querystring',
+                      path: 'offset',
+                      code: 'invalid_format',
+                      message: 'must be a non-negative integer',
+                    },
+                  ],
+                },
+                'QUESTS_DISABLED',
+              ],
+            },
+            401: {
+              description: 'INVALID_API_KEY (missing, malformed, unknown or revoked key) or NOT_QUEST_OWNER.',
+              codes: ['INVALID_API_KEY', 'NOT_QUEST_OWNER'],
+            },
+            404: { description: 'QUEST_NOT_FOUND.', codes: ['QUEST_NOT_FOUND'] },
           }),
         },
       },

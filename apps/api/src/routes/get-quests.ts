@@ -1,7 +1,7 @@
 import { listPublicQuests, type PublicQuestRow } from '@quest/db';
 import { type PublicQuestView, publicQuestListSchema, publicQuestsQuerySchema } from '@quest/domain';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { errorResponses } from '../errors.ts';
+import { documented, EXAMPLE_PUBLIC_QUESTS, errorResponses } from '../openapi.ts';
 import type { ApiDeps } from '../types.ts';
 
 export function toPublicQuestView(row: PublicQuestRow): PublicQuestView {
@@ -35,8 +35,22 @@ export const getQuestsRoute: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
         security: [],
         querystring: publicQuestsQuerySchema,
         response: {
-          200: publicQuestListSchema,
-          ...errorResponses({ 400: 'VALIDATION_FAILED (bad owner address, limit or offset) or QUESTS_DISABLED.' }),
+          200: documented(publicQuestListSchema, { description: 'Public quests, ascending id.', example: EXAMPLE_PUBLIC_QUESTS }),
+          ...errorResponses({
+            400: {
+              description: 'VALIDATION_FAILED (bad owner address, limit or offset) or QUESTS_DISABLED.',
+              codes: [
+                {
+                  code: 'VALIDATION_FAILED',
+                  message: 'Invalid request: querystring.limit: Too big: expected number to be <=100',
+                  details: [
+                    { location: 'querystring', path: 'limit', code: 'too_big', message: 'Too big: expected number to be <=100' },
+                  ],
+                },
+                'QUESTS_DISABLED',
+              ],
+            },
+          }),
         },
       },
     },

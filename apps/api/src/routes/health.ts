@@ -2,7 +2,7 @@ import { pingDatabase } from '@quest/db';
 import { DomainError, healthViewSchema, type ReadinessChecks, readinessViewSchema } from '@quest/domain';
 import type { FastifyBaseLogger } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { errorResponses } from '../errors.ts';
+import { documented, errorResponses } from '../openapi.ts';
 import type { ApiDeps } from '../types.ts';
 
 /** A probe that takes longer than this counts as failed: a hung dependency is not ready. */
@@ -34,7 +34,18 @@ export const healthRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
         tags: ['health'],
         summary: 'Liveness: the process is up',
         security: [],
-        response: { 200: healthViewSchema },
+        response: {
+          200: documented(healthViewSchema, { description: 'The process is up.', example: { status: 'ok' } }),
+          ...errorResponses(
+            {
+              400: {
+                description: 'VALIDATION_FAILED: a malformed request, e.g. HTTP/1.1 without a Host header.',
+                codes: [{ code: 'VALIDATION_FAILED', message: 'The Host header is required.', details: undefined }],
+              },
+            },
+            { omit: [429, 503] },
+          ),
+        },
       },
     },
     async () => ({ status: 'ok' as const }),
@@ -50,8 +61,27 @@ export const healthRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
         description: 'On 503, `details.checks` says which dependency failed.',
         security: [],
         response: {
-          200: readinessViewSchema,
-          ...errorResponses({ 503: 'DATABASE_UNAVAILABLE or QUEUE_UNAVAILABLE; details.checks names the failed dependency.' }),
+          200: documented(readinessViewSchema, {
+            description: 'PostgreSQL and the queue answer; `workers` says how many worker processes are alive.',
+            example: { status: 'ok', checks: { database: 'ok', queue: 'ok' }, workers: 3 },
+          }),
+          ...errorResponses({
+            503: {
+              description: 'DATABASE_UNAVAILABLE or QUEUE_UNAVAILABLE; details.checks names the failed dependency.',
+              codes: [
+                {
+                  code: 'QUEUE_UNAVAILABLE',
+                  message: 'Not ready: queue unavailable.',
+                  details: { checks: { database: 'ok', queue: 'unavailable' } },
+                },
+                {
+                  code: 'DATABASE_UNAVAILABLE',
+                  message: 'Not ready: database unavailable.',
+                  details: { checks: { database: 'unavailable', queue: 'ok' } },
+                },
+              ],
+            },
+          }),
         },
       },
     },
