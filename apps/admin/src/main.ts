@@ -80,7 +80,9 @@ export async function main(
     // The real environment, with a `.env` file filling in what it leaves unset (see @quest/config).
     config = loadAdminConfig(loadEnvironment(env, cwd).env);
   } catch (error) {
-    io.stderr(`quest-admin: ${error instanceof ConfigError ? error.message : String(error)}\n`);
+    const message = error instanceof ConfigError ? error.message : String(error);
+    io.stderr(`quest-admin: ${message}\n`);
+    if (jsonRequested(argv)) io.stdout(`${JSON.stringify({ error: { code: 'INVALID_CONFIGURATION', message } })}\n`);
     return EXIT.failed;
   }
   const ctx = new Context(config, io);

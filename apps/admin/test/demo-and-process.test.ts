@@ -184,9 +184,18 @@ describe('the quest-admin process', () => {
     for (const env of [{ DATABASE_URL: 'mysql://db/x' }, { DATABASE_URL: db.url, API_BASE_URL: 'not a url' }]) {
       const result = await runCli(['features', '--json'], env);
       expect(result.code).toBe(1);
-      expect(result.stdout).toBe('');
       expect(result.stderr).toMatch(/^quest-admin: Invalid configuration:\n {2}(DATABASE_URL|API_BASE_URL): /);
+      // With --json, the same message as the one JSON object on stdout.
+      expect(jsonOf(result)).toEqual({
+        error: {
+          code: 'INVALID_CONFIGURATION',
+          message: expect.stringMatching(/^Invalid configuration:\n {2}(DATABASE_URL|API_BASE_URL): /),
+        },
+      });
       expectNoStack(result);
+      const text = await runCli(['features'], env);
+      expect(text.code).toBe(1);
+      expect(text.stdout).toBe('');
     }
   });
 
