@@ -2,8 +2,7 @@ import { hostname } from 'node:os';
 import { ConfigError, loadEnvironment } from '@quest/config';
 import { createSql } from '@quest/db';
 import { migrate } from '@quest/db/migrate';
-import { createAllocator } from '@quest/queue';
-import { Redis } from 'ioredis';
+import { createAllocator, redisConnection } from '@quest/queue';
 import { buildApp } from './app.ts';
 import { QuestAuthorizer } from './auth.ts';
 import { type ApiConfig, loadApiConfig } from './env.ts';
@@ -57,7 +56,7 @@ try {
   // and the rate limits shared by every API process.
   // Fails fast instead of queueing while Redis is away: limits then fail open and the guard
   // answers 503 QUEUE_UNAVAILABLE at once (the queue is down too), and reads keep working.
-  const redis = new Redis(config.REDIS_URL, {
+  const redis = redisConnection(config.REDIS_URL, {
     maxRetriesPerRequest: 1,
     enableOfflineQueue: false,
     commandTimeout: 500,

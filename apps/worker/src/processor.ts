@@ -22,7 +22,7 @@ import {
   startBatch,
   withTimeout,
 } from '@quest/db';
-import { replyJobKey } from '@quest/queue';
+import { partitionOfQueueName, replyJobKey } from '@quest/queue';
 import { decisionSeconds, jobItems } from './metrics.ts';
 
 export interface ProcessorDeps {
@@ -103,11 +103,8 @@ async function giveUp(deps: ProcessorDeps, items: readonly AllocationItem[]): Pr
   return FAILED;
 }
 
-/** Partition number of a job, from its queue's name (`alloc-p07` → 7). */
-const partitionOfJob = (job: Job) => {
-  const m = /(\d+)$/.exec(job.queueName ?? '');
-  return m ? Number(m[1]) : null;
-};
+/** Partition number of a job, from its queue's name. */
+const partitionOfJob = (job: Job) => partitionOfQueueName(job.queueName ?? '');
 
 /**
  * The decision's metrics and its log line: the request ids of its items (the API's x-request-id),

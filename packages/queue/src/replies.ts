@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { Redis } from 'ioredis';
-import { consumerConnectionOptions } from './connection.ts';
+import type { Redis } from 'ioredis';
+import { redisConnection } from './connection.ts';
 import { replyKey } from './names.ts';
 
 /**
@@ -112,9 +112,8 @@ export class ReplyListener {
     this.ttlMs = opts.ttlMs ?? 60_000;
     this.unclaimedMs = opts.unclaimedMs ?? 60_000;
     // The blocking reader waits and reconnects forever; the other connection fails fast.
-    this.reader = new Redis({ ...consumerConnectionOptions(opts.redisUrl), connectionName: `${opts.prefix}:reply-reader` });
-    this.client = new Redis({
-      ...consumerConnectionOptions(opts.redisUrl),
+    this.reader = redisConnection(opts.redisUrl, { connectionName: `${opts.prefix}:reply-reader` });
+    this.client = redisConnection(opts.redisUrl, {
       maxRetriesPerRequest: 1,
       enableOfflineQueue: false,
       commandTimeout: 1000,

@@ -1,4 +1,5 @@
 import type { Sql } from '@quest/db';
+import { partitionQueueName } from '@quest/queue';
 
 /**
  * Correctness after every scenario: the ledger invariants over the whole database, nothing
@@ -102,7 +103,7 @@ export async function waitForDrain(
   for (;;) {
     const pipe = redis.pipeline();
     for (let p = 0; p < partitions; p++) {
-      const q = `${prefix}:alloc-p${String(p).padStart(2, '0')}`;
+      const q = `${prefix}:${partitionQueueName(p)}`;
       pipe.llen(`${q}:wait`).llen(`${q}:active`).zcard(`${q}:delayed`).zcard(`${q}:prioritized`).llen(`${q}:paused`);
     }
     const res = (await pipe.exec()) ?? [];

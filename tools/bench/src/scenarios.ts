@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Sql } from '@quest/db';
+import { partitionQueueName } from '@quest/queue';
 import { type AuditResult, auditLedger, type CreditCheck, checkCredits, waitForDrain } from './audit.ts';
 import { type BatchHttpResult, runBatchesHttp } from './batch-http.ts';
 import { type DirectResult, directBatches, directCoalesced, directSingle } from './direct.ts';
@@ -472,7 +473,7 @@ export async function jobStats(
 ): Promise<JobStats> {
   const out: JobStats = { jobs: 0, items: 0, byWorker: {} };
   for (let p = 0; p < partitions; p++) {
-    const q = `${prefix}:alloc-p${String(p).padStart(2, '0')}`;
+    const q = `${prefix}:${partitionQueueName(p)}`;
     const ids = await redis.zrangebyscore(`${q}:completed`, fromMs, toMs);
     for (let i = 0; i < ids.length; i += 2000) {
       const pipe = redis.pipeline();
