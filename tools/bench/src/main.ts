@@ -3,6 +3,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Command, Option } from 'commander';
 import { createSql, type Sql } from '@quest/db';
+import { startRedisCluster, type TestRedisCluster } from '@quest/testing/redis-cluster';
 import { runLoad } from './http-load.ts';
 import { type BenchInfra, createInfra, REPO_ROOT } from './infra.ts';
 import { formatMachine, machineInfo } from './machine.ts';
@@ -89,6 +90,11 @@ const program = new Command()
     'postgres://postgres@127.0.0.1:5432/postgres',
   )
   .option('--redis-url <url>', 'Redis server (a fresh key prefix is used)', 'redis://127.0.0.1:6379')
+  .option(
+    '--redis-cluster',
+    'run on a three-master Redis Cluster the bench starts on free loopback ports (instead of --redis-url)',
+    false,
+  )
   .option('--keep', 'keep the bench database and Redis keys afterwards (for inspection)', false)
   .option(
     '--no-reference',
@@ -113,6 +119,7 @@ const opts = program.opts<{
   out: string;
   pgUrl: string;
   redisUrl: string;
+  redisCluster: boolean;
   keep: boolean;
   reference: boolean;
 }>();
@@ -147,6 +154,7 @@ const t0 = Date.now();
 const log = (msg: string) => console.log(`[bench +${((Date.now() - t0) / 1000).toFixed(1)}s] ${msg}`);
 
 let infra: BenchInfra | undefined;
+let redisCluster: TestRedisCluster | undefined;
 let limitPool: Sql | undefined;
 let tearingDown: Promise<void> | undefined;
 
@@ -161,6 +169,7 @@ async function teardown(graceful: boolean) {
       infra.redis.disconnect();
       console.log(`kept database ${infra.dbName} and Redis prefix ${infra.prefix}`);
     }
+    await redisCluster?.stop();
   })();
   return tearingDown;
 }
@@ -186,7 +195,12 @@ function profileArgs(role: 'api' | 'worker'): string[] {
 
 async function main() {
   log(`${cfg.quick ? 'quick' : 'full'} run, scenarios: ${[...selected].join(', ')}`);
-  infra = await createInfra({ pgUrl: opts.pgUrl, redisUrl: opts.redisUrl, tag });
+  if (opts.redisCluster) {
+    redisCluster = await startRedisCluster({ masters: 3 });
+    log(`Redis Cluster of 3 masters at ${redisCluster.nodes}`);
+  }
+  const redisUrl = redisCluster ? `redis-cluster://${redisCluster.nodes}` : opts.redisUrl;
+  infra = await createInfra({ pgUrl: opts.pgUrl, redisUrl, tag });
   const { sql } = infra;
   setBenchDatabase(infra.dbName);
   const machine = await machineInfo(sql, infra.redis);

@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { Redis } from 'ioredis';
-import { membersKey, partitionQueueName } from '@quest/queue';
+import { masterConnections, membersKey, partitionQueueName } from '@quest/queue';
 import { REPO_ROOT } from './infra.ts';
 
 /**
@@ -229,7 +229,9 @@ export async function waitForPool(
         last = `members=${members.join(',')}`;
         return undefined;
       }
-      const clients = workerClients((await redis.client('LIST')) as string, prefix);
+      // On a cluster each master lists the connections made to it.
+      const lists = await Promise.all(masterConnections(redis).map((n) => n.client('LIST') as Promise<string>));
+      const clients = workerClients(lists.join('\n'), prefix);
       const owners = new Map<number, string>();
       for (let p = 0; p < partitions; p++) {
         const set = clients.get(partitionQueueName(p));
