@@ -222,8 +222,8 @@ export async function createAllocator(opts: AllocatorOptions): Promise<Allocator
       try {
         const data: AllocateJobData = { items: chunk.map((c) => c.item), replyTo: replies.key };
         job = await s.queue.add(allocateJob.name, data, options);
-      } catch {
-        for (const c of chunk) c.reject(new DomainError('QUEUE_UNAVAILABLE'));
+      } catch (error) {
+        for (const c of chunk) c.reject(new DomainError('QUEUE_UNAVAILABLE', undefined, undefined, error));
         return;
       }
       const deadline = Math.min(...chunk.map((c) => c.deadline));
@@ -254,7 +254,8 @@ export async function createAllocator(opts: AllocatorOptions): Promise<Allocator
     allocate(item) {
       return new Promise<AllocateResult>((resolve, reject) => {
         if (client.status !== 'ready' || !topologyOk) {
-          reject(new DomainError('QUEUE_UNAVAILABLE'));
+          const why = topologyError ?? new Error(`Redis connection ${client.status}`);
+          reject(new DomainError('QUEUE_UNAVAILABLE', undefined, undefined, why));
           return;
         }
         const p = partitionOf(item.questId, opts.partitions);
@@ -276,8 +277,8 @@ export async function createAllocator(opts: AllocatorOptions): Promise<Allocator
           { ...data, replyTo: replies.key },
           { ...options, deduplication: { id: data.batchId } },
         );
-      } catch {
-        throw new DomainError('QUEUE_UNAVAILABLE');
+      } catch (error) {
+        throw new DomainError('QUEUE_UNAVAILABLE', undefined, undefined, error);
       }
       const got = await awaitReply(s, job, Date.now() + Math.max(1, waitMs ?? opts.waitMs)).catch(() => undefined);
       if (got?.kind === 'reply') {
