@@ -24,12 +24,6 @@ export const apiEnvSchema = z.object({
   COALESCE_MAX_IN_FLIGHT: intVar(1, 1, 64),
   /** Most requests coalesced into one job. */
   COALESCE_MAX_ITEMS: intVar(500, 1, 10_000),
-  /**
-   * Milliseconds a request for a partition with no job in flight waits for others to join its job
-   * (0: it leaves in the same event-loop turn). Trades that much latency for bigger jobs when the
-   * load is spread over many API processes.
-   */
-  COALESCE_WINDOW_MS: intVar(0, 0, 50),
   BATCH_BODY_LIMIT_BYTES: intVar(4 * MiB, 1024, 512 * MiB),
   /** Capped so that a flag switched by an operator is seen within 2 s, whatever is configured. */
   FLAGS_REFRESH_MS: intVar(1000, 50, 1500),

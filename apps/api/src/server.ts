@@ -45,7 +45,6 @@ try {
     waitMs: config.ALLOCATION_WAIT_MS,
     maxInFlightPerPartition: config.COALESCE_MAX_IN_FLIGHT,
     maxItemsPerJob: config.COALESCE_MAX_ITEMS,
-    coalesceWindowMs: config.COALESCE_WINDOW_MS,
     retentionSeconds: Math.max(config.JOB_RETENTION_SECONDS, Math.ceil((2 * config.BATCH_WAIT_MS) / 1000)),
     // A reply that did not come: the finished job's decisions are read from PostgreSQL.
     lookup: lookupOutcomes(sql),

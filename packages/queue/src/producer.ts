@@ -30,11 +30,6 @@ export interface AllocatorOptions extends QueueSettings {
   waitMs: number;
   /** Most items coalesced into one job. */
   maxItemsPerJob?: number;
-  /**
-   * Milliseconds an item for a partition with no job of this process in flight waits for others
-   * to join its job (default 0: the job leaves in the same event-loop turn).
-   */
-  coalesceWindowMs?: number;
   /** Jobs of one partition this process may have queued but unfinished before it holds new items back to coalesce them. */
   maxInFlightPerPartition?: number;
   /** Seconds finished jobs are kept in Redis (waiters need them; must be ≥ 2 × waitMs). */
@@ -105,7 +100,6 @@ export function jobOptions(retentionSeconds: number) {
 export async function createAllocator(opts: AllocatorOptions): Promise<Allocator> {
   const maxItems = opts.maxItemsPerJob ?? 500;
   const maxInFlight = opts.maxInFlightPerPartition ?? 1;
-  const window = opts.coalesceWindowMs ?? 0;
   const retention = Math.max(opts.retentionSeconds ?? 60, Math.ceil((2 * opts.waitMs) / 1000));
   const client: Redis = producerConnection(opts.redisUrl, opts.commandTimeoutMs);
   const replies = new ReplyListener({
@@ -202,14 +196,10 @@ export async function createAllocator(opts: AllocatorOptions): Promise<Allocator
     const s = parts[p]!;
     if (s.scheduled || s.buffer.length === 0 || s.inFlight >= maxInFlight) return;
     s.scheduled = true;
-    const go = () => {
+    setImmediate(() => {
       s.scheduled = false;
       while (s.buffer.length && s.inFlight < maxInFlight) void send(p, s.buffer.splice(0, maxItems));
-    };
-    // Items held back behind a job in flight leave as soon as it is decided; an idle partition's
-    // first item may wait the window for company.
-    if (window > 0 && s.inFlight === 0 && s.buffer.length < maxItems) setTimeout(go, window);
-    else setImmediate(go);
+    });
   }
 
   async function send(p: number, chunk: Pending[]) {

@@ -182,23 +182,33 @@ export async function apiScaleScenario(ctx: BaseCtx, o: ApiScaleOptions): Promis
           );
           const quests = await seedQuests(infra.sql, owner.ownerId, o.quests, label);
           const r = rng(100 * n + run);
-          const pick = () => ({
-            questId: quests[Math.floor(r() * quests.length)]!,
-            address: accounts[Math.floor(r() * accounts.length)]!,
-          });
+          // --affinity: API process i gets only the quests of partitions p ≡ i (mod n).
+          const questsOf = (i: number) => (o.affinity ? quests.filter((q) => partitionOf(q, o.partitions) % n === i) : quests);
+          const pickFor = (i: number) => {
+            const own = questsOf(i);
+            return () => ({
+              questId: own[Math.floor(r() * own.length)]!,
+              address: accounts[Math.floor(r() * accounts.length)]!,
+            });
+          };
+          // Each process gets the share of the load its quests draw (even without affinity).
+          const shares = apis.map((_, i) => questsOf(i).length / (o.affinity ? quests.length : n * quests.length));
           const connections = split(o.connections, n).map((c) => Math.max(1, c));
-          const send = (total: number) =>
-            Promise.all(
+          const send = (total: number) => {
+            const amounts = shares.map((f) => Math.round(f * total));
+            amounts[0]! += total - amounts.reduce((x, y) => x + y, 0);
+            return Promise.all(
               apis.map((api, i) =>
                 runLoad({
                   baseUrl: api.baseUrl,
                   apiKey: owner.apiKey,
                   connections: connections[i]!,
-                  amount: split(total, n)[i]!,
-                  pick,
+                  amount: amounts[i]!,
+                  pick: pickFor(i),
                 }),
               ),
             );
+          };
           await send(Math.min(1000, o.allocations)); // warm-up, not measured
           const ownRedis = { pid: own.pid, name: 'redis (own)' } as Service;
           const pctx: BaseCtx = { ...ctx, services: () => [...apis, ...workers, ownRedis] };
