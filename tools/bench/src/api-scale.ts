@@ -7,6 +7,7 @@ import { type LoadResult, runLoad } from './http-load.ts';
 import { freePort, type Service, type ServiceEnv, startApi, startWorkerProcess, waitForPool } from './procs.ts';
 import { type BaseCtx, finish, jobStats, type JobStats, measured, type ScenarioOutput, type Verdict } from './scenarios.ts';
 import { partitionOf } from '@quest/domain';
+import { isClusterUrl, masterConnections, redisConnection } from '@quest/queue';
 import { seedAccounts, seedQuests } from './seed.ts';
 import { type Row, rng } from './stats.ts';
 
@@ -90,17 +91,22 @@ interface RedisCounters {
   byCommand: Record<string, number>;
 }
 
+/** CPU and commands of the Redis server, summed over the masters on a cluster. */
 async function redisCounters(redis: Redis): Promise<RedisCounters> {
-  const cpu = await redis.info('cpu');
-  const num = (k: string) => Number(new RegExp(`^${k}:([\\d.]+)`, 'm').exec(cpu)?.[1] ?? 0);
-  const stats = await redis.info('commandstats');
   const byCommand: Record<string, number> = {};
   let calls = 0;
-  for (const m of stats.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
-    byCommand[m[1]!] = Number(m[2]);
-    calls += Number(m[2]);
+  let cpuS = 0;
+  for (const node of masterConnections(redis)) {
+    const cpu = await node.info('cpu');
+    const num = (k: string) => Number(new RegExp(`^${k}:([\\d.]+)`, 'm').exec(cpu)?.[1] ?? 0);
+    cpuS += num('used_cpu_sys') + num('used_cpu_user');
+    const stats = await node.info('commandstats');
+    for (const m of stats.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+      byCommand[m[1]!] = (byCommand[m[1]!] ?? 0) + Number(m[2]);
+      calls += Number(m[2]);
+    }
   }
-  return { cpuS: num('used_cpu_sys') + num('used_cpu_user'), calls, byCommand };
+  return { cpuS, calls, byCommand };
 }
 
 /** Split `total` into `n` near-equal parts. */
@@ -146,8 +152,11 @@ function roleCpu(cpu: Record<string, number>): Record<string, number> {
 export async function apiScaleScenario(ctx: BaseCtx, o: ApiScaleOptions): Promise<ScenarioOutput> {
   const { infra, owner } = ctx;
   const accounts = await seedAccounts(infra.sql, o.accountPool);
-  const own = await startOwnRedis();
-  const redis = new Redis(own.url, { maxRetriesPerRequest: 1 });
+  // Its own redis-server (so INFO counts only this scenario), or the bench's own cluster (--redis-cluster).
+  const own: OwnRedis = isClusterUrl(infra.redisUrl)
+    ? { url: infra.redisUrl, pid: -1, stop: async () => {} }
+    : await startOwnRedis();
+  const redis = redisConnection(own.url, { maxRetriesPerRequest: 1 });
   redis.on('error', () => {});
   const points: PointResult[] = [];
   const verdicts: Verdict[] = [];
@@ -264,7 +273,7 @@ export async function apiScaleScenario(ctx: BaseCtx, o: ApiScaleOptions): Promis
           );
         } finally {
           await Promise.all([...apis, ...workers].map((s) => s.stop('SIGTERM')));
-          await redis.flushall().catch(() => {});
+          await Promise.all(masterConnections(redis).map((n) => n.flushall().catch(() => {})));
         }
       }
     }
