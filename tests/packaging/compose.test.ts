@@ -11,6 +11,7 @@ const read = (path: string) => readFile(new URL(`../../${path}`, import.meta.url
 
 interface Service {
   build?: unknown;
+  profiles?: string[];
   image?: string;
   pull_policy?: string;
   command?: string[];
@@ -36,6 +37,21 @@ const seconds = (duration: string) => {
 };
 
 describe('docker-compose.yml', () => {
+  it('offers a three-master Redis Cluster behind the "cluster" profile, and passes REDIS_CLUSTER_NODES to the apps', () => {
+    const cluster = Object.entries(services).filter(([, s]) => s.profiles?.includes('cluster'));
+    expect(cluster.map(([name]) => name).sort()).toEqual(['redis-c1', 'redis-c2', 'redis-c3', 'redis-cluster-init']);
+    for (const name of ['redis-c1', 'redis-c2', 'redis-c3']) {
+      expect(services[name]!.command).toEqual(
+        expect.arrayContaining(['--cluster-enabled', 'yes', '--maxmemory-policy', 'noeviction']),
+      );
+    }
+    // Nothing else is in a profile: a plain `up` starts no cluster.
+    expect(Object.values(services).filter((s) => s.profiles && !s.profiles.includes('cluster'))).toEqual([]);
+    for (const name of ['api', 'worker', 'migrate']) {
+      expect(services[name]!.environment?.REDIS_CLUSTER_NODES).toBe('${REDIS_CLUSTER_NODES:-}');
+    }
+  });
+
   it('builds the application image once; every other service using it never pulls it', () => {
     const builders = Object.entries(services).filter(([, s]) => s.build !== undefined);
     expect(builders.map(([name]) => name)).toEqual(['migrate']);

@@ -186,6 +186,8 @@ export function handleError(error: unknown, request: FastifyRequest, reply: Fast
   const mapped = mapError(error);
   const status = STATUS_BY_CODE[mapped.code];
   if (mapped.code === 'INTERNAL_ERROR') request.log.error({ err: error }, 'request failed with an unexpected error');
+  // pino's err serializer appends the error's cause (the Redis or database error underneath) to
+  // its message and stack: logged for operators, never answered.
   else if (status >= 500) request.log.warn({ err: error, code: mapped.code }, 'request failed: dependency unavailable');
   else request.log.debug({ code: mapped.code, message: mapped.message }, 'request rejected');
   return sendError(request, reply, mapped);

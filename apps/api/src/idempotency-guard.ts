@@ -50,8 +50,8 @@ export class IdempotencyGuard {
     let same: number;
     try {
       same = await this.#redis.idempotencyClaim(`${this.options.prefix}:idem:${requestKey}`, digest, this.options.ttlMs);
-    } catch {
-      throw new DomainError('QUEUE_UNAVAILABLE');
+    } catch (error) {
+      throw new DomainError('QUEUE_UNAVAILABLE', undefined, undefined, error);
     }
     if (same !== 1) throw new DomainError('IDEMPOTENCY_KEY_REUSED');
   }

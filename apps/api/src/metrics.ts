@@ -33,6 +33,19 @@ export const allocations = new Counter({
   registers: [registry],
 });
 
+export const replyFallbacks = new Counter({
+  name: 'quest_reply_fallback_items_total',
+  help: "Allocations whose wait ended without the worker's reply, by why (timeout, lost: the reply stream vanished, unreadable) and how they were answered (decided: found in PostgreSQL; pending: 202 or a failed job).",
+  labelNames: ['reason', 'result'] as const,
+  registers: [registry],
+});
+
+/** Count one wait that ended without a reply (the allocator's onFallback). */
+export function countReplyFallback(e: { reason: string; items: number; decided: number }): void {
+  if (e.decided) replyFallbacks.inc({ reason: e.reason, result: 'decided' }, e.decided);
+  if (e.items > e.decided) replyFallbacks.inc({ reason: e.reason, result: 'pending' }, e.items - e.decided);
+}
+
 export const batchItems = new Counter({
   name: 'quest_batch_items_total',
   help: 'Items of the batches answered by POST /quests/{questId}/batches: completed, rejected, failed, or pending (202).',

@@ -5,7 +5,7 @@ import { FastifyAdapter } from '@bull-board/fastify';
 import { Queue } from 'bullmq';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError } from '@quest/domain';
-import { consumerConnectionOptions, partitionQueueName } from '@quest/queue';
+import { partitionQueueName, redisConnection } from '@quest/queue';
 import { mapError, sendError } from './errors.ts';
 
 export const QUEUE_CONSOLE_PATH = '/admin/queues';
@@ -68,7 +68,8 @@ export const queueConsole: FastifyPluginAsync<QueueConsoleOptions> = async (app,
   });
 
   // Fail a page load fast when Redis is away instead of waiting for it forever.
-  const connection = { ...consumerConnectionOptions(opts.redisUrl), maxRetriesPerRequest: 1 };
+  const connection = redisConnection(opts.redisUrl, { maxRetriesPerRequest: 1 });
+  connection.on('error', () => {});
   const queues = Array.from({ length: opts.partitions }, (_, p) => {
     const q = new Queue(partitionQueueName(p), { connection, prefix: opts.queuePrefix });
     q.on('error', () => {});
@@ -84,5 +85,6 @@ export const queueConsole: FastifyPluginAsync<QueueConsoleOptions> = async (app,
   await app.register(serverAdapter.registerPlugin(), { prefix: QUEUE_CONSOLE_PATH });
   app.addHook('onClose', async () => {
     await Promise.allSettled(queues.map((q) => q.close()));
+    connection.disconnect();
   });
 };

@@ -2,14 +2,15 @@ import { hostname } from 'node:os';
 import { ConfigError, loadEnvironment } from '@quest/config';
 import { createSql } from '@quest/db';
 import { migrate } from '@quest/db/migrate';
-import { createAllocator } from '@quest/queue';
-import { Redis } from 'ioredis';
+import { createAllocator, redisConnection } from '@quest/queue';
 import { buildApp } from './app.ts';
 import { QuestAuthorizer } from './auth.ts';
 import { type ApiConfig, loadApiConfig } from './env.ts';
 import { FeatureFlagCache } from './flags.ts';
 import { IdempotencyGuard } from './idempotency-guard.ts';
 import { createLogger } from './logger.ts';
+import { countReplyFallback } from './metrics.ts';
+import { lookupOutcomes } from './outcomes.ts';
 
 let config: ApiConfig;
 let envFile: string | null = null;
@@ -45,12 +46,16 @@ try {
     maxInFlightPerPartition: config.COALESCE_MAX_IN_FLIGHT,
     maxItemsPerJob: config.COALESCE_MAX_ITEMS,
     retentionSeconds: Math.max(config.JOB_RETENTION_SECONDS, Math.ceil((2 * config.BATCH_WAIT_MS) / 1000)),
+    // A reply that did not come: the finished job's decisions are read from PostgreSQL.
+    lookup: lookupOutcomes(sql),
+    onFallback: countReplyFallback,
   });
+  logger.info({ replyKey: allocator.replyKey }, 'reply stream');
   // The API's own Redis connection (the queue's are the allocator's): the Idempotency-Key guard
   // and the rate limits shared by every API process.
   // Fails fast instead of queueing while Redis is away: limits then fail open and the guard
   // answers 503 QUEUE_UNAVAILABLE at once (the queue is down too), and reads keep working.
-  const redis = new Redis(config.REDIS_URL, {
+  const redis = redisConnection(config.REDIS_URL, {
     maxRetriesPerRequest: 1,
     enableOfflineQueue: false,
     commandTimeout: 500,

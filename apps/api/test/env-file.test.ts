@@ -4,6 +4,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { partitionsKey } from '@quest/queue';
 import { test } from '@quest/testing';
 import { Redis } from 'ioredis';
 import { describe, expect, vi } from 'vitest';
@@ -54,7 +55,7 @@ describe('server.ts and a .env file', () => {
       // QUEUE_PREFIX came from the environment, not the file: the partition keys carry the test's prefix.
       const client = new Redis(redis.url);
       try {
-        expect(await client.get(`${redis.prefix}:pool:partitions`)).toBe('2');
+        expect(await client.get(partitionsKey(redis.prefix))).toBe('2');
       } finally {
         client.disconnect();
       }

@@ -25,6 +25,14 @@ function testRoutes(app: FastifyInstance) {
   zApp.get('/__test/domain', { schema: { hide: true } }, async () => {
     throw new DomainError('INSUFFICIENT_POINTS', 'Only 3 points left.', { pointsRemaining: 3 });
   });
+  zApp.get('/__test/queue-down', { schema: { hide: true } }, async () => {
+    throw new DomainError(
+      'QUEUE_UNAVAILABLE',
+      undefined,
+      undefined,
+      new Error('CROSSSLOT Keys in request do not hash to the same slot'),
+    );
+  });
   zApp.get('/__test/bad-response', { schema: { hide: true, response: { 200: z.object({ n: z.number() }) } } }, async () => {
     return { n: 'not a number' } as unknown as { n: number };
   });
@@ -188,5 +196,17 @@ describe('request ids', () => {
     });
     expect(res.statusCode).toBe(200);
     expect(res.headers['x-request-id']).toBe('ok-1');
+  });
+});
+
+describe('a 503 from a dependency', () => {
+  it('answers the envelope without the cause, and logs the cause for operators', async () => {
+    const res = await t.request({ method: 'GET', url: '/__test/queue-down' });
+    const body = expectEnvelope(res, 503, 'QUEUE_UNAVAILABLE');
+    expect(JSON.stringify(body)).not.toContain('CROSSSLOT');
+    const line = logs.lines.find((l) => l.msg === 'request failed: dependency unavailable' && l.code === 'QUEUE_UNAVAILABLE');
+    expect((line?.err as { message?: string } | undefined)?.message).toContain(
+      ': CROSSSLOT Keys in request do not hash to the same slot',
+    );
   });
 });

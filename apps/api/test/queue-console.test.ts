@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { partitionQueueName } from '@quest/queue';
 import { createTestRedis, type TestRedis } from '@quest/testing';
 import { startTestApp, type TestApp } from './helpers.ts';
 
@@ -43,13 +44,11 @@ describe('the queue console at /admin/queues', () => {
     });
     expect(api.statusCode).toBe(200);
     const queues = api.json().queues as { name: string; readOnlyMode: boolean }[];
-    expect(queues.map((q) => q.name).sort()).toEqual(
-      Array.from({ length: 16 }, (_, p) => `alloc-p${String(p).padStart(2, '0')}`),
-    );
+    expect(queues.map((q) => q.name).sort()).toEqual(Array.from({ length: 16 }, (_, p) => partitionQueueName(p)).sort());
     expect(queues.every((q) => q.readOnlyMode)).toBe(true);
     const action = await withConsole.app.inject({
       method: 'PUT',
-      url: '/admin/queues/api/queues/alloc-p00/clean/completed',
+      url: `/admin/queues/api/queues/${encodeURIComponent(partitionQueueName(0))}/clean/completed`,
       headers: { authorization: `Bearer ${TOKEN}` },
     });
     expect(action.statusCode).toBe(405);

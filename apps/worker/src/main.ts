@@ -2,7 +2,7 @@ import { pino } from 'pino';
 import { ConfigError, loadEnvironment } from '@quest/config';
 import { createSql } from '@quest/db';
 import { DatabaseConfigurationError, migrate, waitForDatabase } from '@quest/db/migrate';
-import { PartitionPool } from '@quest/queue';
+import { PartitionPool, producerConnection, ReplySender } from '@quest/queue';
 import { loadWorkerConfig } from './env.ts';
 import { removeHealthFile, writeHealthFile } from './health.ts';
 import { observePool, sampleDbPool, serveMetrics } from './metrics.ts';
@@ -48,6 +48,10 @@ const sql = createSql(config.DATABASE_URL, {
   idleInTransactionTimeoutMs: config.DB_IDLE_IN_TRANSACTION_TIMEOUT_MS,
   lockTimeoutMs: config.DB_LOCK_TIMEOUT_MS,
 });
+// Replies to the API processes: fail fast (no offline queue), they are advisory.
+const replyRedis = producerConnection(config.REDIS_URL);
+replyRedis.on('error', () => {});
+const replies = new ReplySender(replyRedis, config.QUEUE_PREFIX);
 const pool = new PartitionPool({
   redisUrl: config.REDIS_URL,
   prefix: config.QUEUE_PREFIX,
@@ -66,6 +70,7 @@ const pool = new PartitionPool({
     retryMaxMs: config.ALLOCATION_RETRY_MAX_MS,
     attemptTimeoutMs: config.DB_ATTEMPT_TIMEOUT_MS,
     batchChunkSize: config.BATCH_CHUNK_SIZE,
+    reply: (replyTo, jobKey, result) => replies.send(replyTo, jobKey, result),
     logger,
   }),
 });
@@ -131,6 +136,7 @@ async function shutdown(signal: string) {
     if (config.WORKER_HEALTH_FILE) removeHealthFile(config.WORKER_HEALTH_FILE);
     const closed = await Promise.race([pool.close().then(() => 'closed' as const), deadline]);
     if (closed === 'timeout') logger.warn('active jobs did not finish in time; leaving them to another worker');
+    replyRedis.disconnect();
     await sql.end({ timeout: 1 });
     logger.info('stopped');
     process.exit(0);

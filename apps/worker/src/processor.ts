@@ -22,6 +22,7 @@ import {
   startBatch,
   withTimeout,
 } from '@quest/db';
+import { partitionOfQueueName, replyJobKey } from '@quest/queue';
 import { decisionSeconds, jobItems } from './metrics.ts';
 
 export interface ProcessorDeps {
@@ -33,6 +34,12 @@ export interface ProcessorDeps {
   /** A database attempt that has not settled by then is abandoned and retried. */
   attemptTimeoutMs: number;
   batchChunkSize: number;
+  /**
+   * Deliver a decided job's result to the API process that queued it (its `replyTo` stream).
+   * Advisory: the decision is committed before, and a reply that does not arrive only makes the
+   * API read the database.
+   */
+  reply?: (replyTo: string, jobKey: string, result: unknown) => Promise<unknown>;
   logger: {
     info?(obj: object, msg?: string): void;
     warn(obj: object, msg?: string): void;
@@ -96,11 +103,8 @@ async function giveUp(deps: ProcessorDeps, items: readonly AllocationItem[]): Pr
   return FAILED;
 }
 
-/** Partition number of a job, from its queue's name (`alloc-p07` → 7). */
-const partitionOfJob = (job: Job) => {
-  const m = /(\d+)$/.exec(job.queueName ?? '');
-  return m ? Number(m[1]) : null;
-};
+/** Partition number of a job, from its queue's name. */
+const partitionOfJob = (job: Job) => partitionOfQueueName(job.queueName ?? '');
 
 /**
  * The decision's metrics and its log line: the request ids of its items (the API's x-request-id),
@@ -229,10 +233,29 @@ const HANDLERS: { readonly [name: string]: Handler } = {
   [batchJob.name]: processBatch,
 };
 
+/** Send the reply without holding up the partition: the next job need not wait for it. */
+function reply(deps: ProcessorDeps, job: Job, result: unknown) {
+  const to = (job.data as { replyTo?: unknown } | undefined)?.replyTo;
+  if (typeof to !== 'string' || !deps.reply || job.id === undefined) return;
+  deps
+    .reply(to, replyJobKey(job.queueName, job.id), result)
+    .catch((err: unknown) =>
+      deps.logger.warn({ err, jobId: job.id, replyTo: to }, 'reply not delivered; the API reads the database instead'),
+    );
+}
+
 export function createProcessor(deps: ProcessorDeps) {
   return async (job: Job): Promise<unknown> => {
     const handler = HANDLERS[job.name];
-    if (!handler) throw new Error(`unknown job name ${job.name}`);
-    return handler(deps, job);
+    try {
+      if (!handler) throw new Error(`unknown job name ${job.name}`);
+      const result = await handler(deps, job);
+      reply(deps, job, result);
+      return result;
+    } catch (error) {
+      // The job fails in BullMQ: say so at once rather than let the waiter time out.
+      reply(deps, job, { failed: true });
+      throw error;
+    }
   };
 }

@@ -1,15 +1,15 @@
 import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { redrives } from './metrics.ts';
 import { type AllocateJobData, allocateJob, batchJob, partitionOf } from '@quest/domain';
 import { findStrandedBatches, findStrandedRequests, type Sql, touchBatch, touchRequest } from '@quest/db';
 import {
   assertPartitionCount,
-  consumerConnectionOptions,
   jobOptions,
   partitionQueueName,
   reconcilerLastRunKey,
   reconcilerLockKey,
+  redisConnection,
 } from '@quest/queue';
 
 export interface ReconcilerOptions {
@@ -58,7 +58,7 @@ export class Reconciler {
   readonly totals = { requests: 0, batches: 0 };
 
   constructor(private readonly opts: ReconcilerOptions) {
-    this.redis = new Redis(consumerConnectionOptions(opts.redisUrl));
+    this.redis = redisConnection(opts.redisUrl);
     this.redis.on('error', () => {});
     this.queues = Array.from({ length: opts.partitions }, (_, p) => {
       const q = new Queue(partitionQueueName(p), { connection: this.redis, prefix: opts.prefix });

@@ -11,7 +11,7 @@ export { findEnvFile, type LoadedEnvironment, loadEnvironment } from './env-file
  * result into constructors.
  */
 export function parseEnv<S extends z.ZodType>(schema: S, source: Record<string, string | undefined>): z.output<S> {
-  const result = schema.safeParse(source);
+  const result = schema.safeParse(withRedisCluster(source));
   if (result.success) return result.data;
   const lines = result.error.issues.map((issue) => {
     const key = issue.path.join('.') || '(environment)';
@@ -41,7 +41,30 @@ export const boolVar = (def: boolean) =>
   );
 
 const postgresUrl = z.string().refine((v) => /^postgres(ql)?:\/\//.test(v), 'must be a postgres:// or postgresql:// URL');
-const redisUrl = z.string().refine((v) => /^rediss?:\/\//.test(v), 'must be a redis:// or rediss:// URL');
+const redisUrl = z
+  .string()
+  .refine((v) => /^(rediss?|redis-cluster):\/\//.test(v), 'must be a redis://, rediss:// or redis-cluster:// URL');
+
+const CLUSTER_NODES = /^\s*[^\s,:]+:\d{1,5}\s*(,\s*[^\s,:]+:\d{1,5}\s*)*$/;
+
+/**
+ * REDIS_CLUSTER_NODES=host:port,host:port,… (a Redis Cluster's seed nodes) wins over REDIS_URL:
+ * it becomes `redis-cluster://[credentials of REDIS_URL@]host:port,…`, the one string every
+ * connection is made from (packages/queue/src/connection.ts). A malformed list is left for the
+ * schema to report.
+ */
+function withRedisCluster(source: Record<string, string | undefined>): Record<string, string | undefined> {
+  const nodes = source.REDIS_CLUSTER_NODES?.trim();
+  if (!nodes || !CLUSTER_NODES.test(nodes)) return source;
+  let auth = '';
+  try {
+    const u = new URL(source.REDIS_URL ?? '');
+    if (u.username || u.password) auth = `${u.username}${u.password ? `:${u.password}` : ''}@`;
+  } catch {
+    // no usable REDIS_URL: no credentials
+  }
+  return { ...source, REDIS_URL: `redis-cluster://${auth}${nodes.replace(/\s+/g, '')}` };
+}
 
 export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/quest_rewards';
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
@@ -58,6 +81,11 @@ export const databaseEnv = {
 /** Variables shared by the API and the worker (queue topology must match on both sides). */
 export const queueEnv = {
   REDIS_URL: z.string().default(DEFAULT_REDIS_URL).pipe(redisUrl),
+  /** A Redis Cluster's seed nodes, `host:port,host:port,…`; when set it wins over REDIS_URL (see withRedisCluster). */
+  REDIS_CLUSTER_NODES: z
+    .string()
+    .optional()
+    .refine((v) => v === undefined || v.trim() === '' || CLUSTER_NODES.test(v), 'must be host:port[,host:port…]'),
   QUEUE_PREFIX: z
     .string()
     .regex(/^[A-Za-z0-9_.-]{1,64}$/, 'letters, digits, _ . - only')

@@ -113,8 +113,9 @@ export class DomainError extends Error {
   readonly statusCode: number;
   readonly details: unknown;
 
-  constructor(code: ErrorCode, message?: string, details?: unknown) {
-    super(message ?? DEFAULT_MESSAGE[code]);
+  /** `cause`: what went wrong underneath (a Redis or database error), for the logs only. */
+  constructor(code: ErrorCode, message?: string, details?: unknown, cause?: unknown) {
+    super(message ?? DEFAULT_MESSAGE[code], cause === undefined ? undefined : { cause });
     this.code = code;
     this.statusCode = STATUS_BY_CODE[code];
     this.details = details;

@@ -48,9 +48,15 @@ export const allocationOutcomeSchema = z.discriminatedUnion('status', [
 ]);
 export type AllocationOutcome = z.infer<typeof allocationOutcomeSchema>;
 
+/**
+ * Where the worker delivers the job's result: the reply stream of the API process that queued it
+ * (advisory; absent on re-driven jobs, which nobody waits for).
+ */
+const replyTo = z.string().max(300).optional();
+
 export const allocateJob = {
   name: 'allocate',
-  data: z.object({ items: z.array(allocationItemSchema).min(1) }),
+  data: z.object({ items: z.array(allocationItemSchema).min(1), replyTo }),
   result: z.object({ outcomes: z.array(allocationOutcomeSchema), worker: z.string() }),
 } as const;
 
@@ -60,6 +66,7 @@ export const batchJob = {
   data: z.object({
     batchId: z.string(),
     questId: z.number().int().positive(),
+    replyTo,
   }),
   result: z.object({
     batchId: z.string(),

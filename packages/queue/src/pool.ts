@@ -1,7 +1,7 @@
 import { type Job, Queue, Worker } from 'bullmq';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { assignPartitions } from '@quest/domain';
-import { assertPartitionCount, consumerConnectionOptions } from './connection.ts';
+import { assertPartitionCount, redisConnection } from './connection.ts';
 import { membersKey, partitionQueueName } from './names.ts';
 import type { QueueSettings } from './producer.ts';
 
@@ -58,6 +58,8 @@ return redis.call('ZRANGE', KEYS[1], 0, -1)
 export class PartitionPool {
   private readonly redis: Redis;
   private readonly workers = new Map<number, Worker>();
+  /** Each partition worker's own connection (closed after its worker). */
+  private readonly connections = new Map<number, Redis>();
   private readonly closing = new Map<number, Promise<void>>();
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
@@ -67,7 +69,7 @@ export class PartitionPool {
   memberCount = 0;
 
   constructor(private readonly opts: PartitionPoolOptions) {
-    this.redis = new Redis(consumerConnectionOptions(opts.redisUrl));
+    this.redis = redisConnection(opts.redisUrl);
     this.redis.on('error', () => {});
   }
 
@@ -133,8 +135,12 @@ export class PartitionPool {
     if (pendingClose) await pendingClose;
     if (this.stopped || this.workers.get(p) !== placeholder) return;
     const lockDuration = this.opts.lockDurationMs ?? 4000;
+    // A connection of its own (BullMQ duplicates it for its blocking reads); a Redis Cluster needs
+    // an instance rather than options. BullMQ leaves a given instance open: stopPartition closes it.
+    const connection = redisConnection(this.opts.redisUrl);
+    connection.on('error', () => {});
     const worker = new Worker(partitionQueueName(p), this.opts.processor, {
-      connection: consumerConnectionOptions(this.opts.redisUrl),
+      connection,
       prefix: this.opts.prefix,
       name: this.opts.memberId,
       concurrency: 1,
@@ -147,15 +153,21 @@ export class PartitionPool {
     worker.on('error', (err) => this.opts.logger.warn({ err, partition: p }, 'worker error'));
     worker.on('failed', (job, err) => this.opts.logger.error({ err, partition: p, jobId: job?.id }, 'job failed'));
     this.workers.set(p, worker);
+    this.connections.set(p, connection);
   }
 
   private stopPartition(p: number) {
     const worker = this.workers.get(p);
+    const connection = this.connections.get(p);
     this.workers.delete(p);
+    this.connections.delete(p);
     if (!worker || !(worker instanceof Worker)) return;
     // close() lets the active job finish; the next owner cannot start a job of this partition
     // before that anyway (global concurrency 1).
-    const done = worker.close().catch((err) => this.opts.logger.warn({ err, partition: p }, 'worker close failed'));
+    const done = worker
+      .close()
+      .catch((err) => this.opts.logger.warn({ err, partition: p }, 'worker close failed'))
+      .finally(() => connection?.disconnect());
     this.closing.set(p, done);
     void done.finally(() => {
       if (this.closing.get(p) === done) this.closing.delete(p);

@@ -1,4 +1,4 @@
-import { type Job, Queue, QueueEvents } from 'bullmq';
+import { type Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import {
   type AllocateJobData,
@@ -11,8 +11,9 @@ import {
   DomainError,
   partitionOf,
 } from '@quest/domain';
-import { assertPartitionCount, consumerConnectionOptions, PartitionCountMismatch, producerConnection } from './connection.ts';
+import { assertPartitionCount, PartitionCountMismatch, producerConnection } from './connection.ts';
 import { membersKey, partitionQueueName } from './names.ts';
+import { ReplyListener, type ReplyWait, replyJobKey } from './replies.ts';
 
 export interface QueueSettings {
   redisUrl: string;
@@ -35,6 +36,18 @@ export interface AllocatorOptions extends QueueSettings {
   retentionSeconds?: number;
   /** Redis command timeout for producers: how fast a dead Redis turns into a 503. */
   commandTimeoutMs?: number;
+  /** This process's id in its reply stream's key (default: host, pid and a random tail). */
+  processId?: string;
+  /**
+   * Where a decision is looked up when its reply did not come (lost or late) but its job has
+   * finished: the database's status of each item, undefined (or pending) when not decided there.
+   * Without it such items are answered pending.
+   */
+  lookup?: (items: readonly AllocationItem[]) => Promise<(AllocationOutcome | undefined)[]>;
+  /** Told each time a wait ends without a reply: why, how many items, and how many the lookup found decided. */
+  onFallback?: (e: { reason: 'timeout' | 'lost' | 'unreadable'; items: number; decided: number }) => void;
+  /** The reply stream expires this long after the process stopped refreshing it (it died). */
+  replyTtlMs?: number;
 }
 
 /** The API's handle on the allocation pipeline. */
@@ -49,6 +62,8 @@ export interface Allocator {
   /** Worker processes alive in the pool (members whose heartbeat has not expired, on Redis's clock). */
   liveWorkers(): Promise<number>;
   close(): Promise<void>;
+  /** This process's reply stream (workers deliver its jobs' decisions there). */
+  readonly replyKey?: string;
 }
 
 interface Pending {
@@ -60,7 +75,6 @@ interface Pending {
 
 interface PartitionState {
   queue: Queue;
-  events: QueueEvents;
   buffer: Pending[];
   scheduled: boolean;
   inFlight: number;
@@ -74,12 +88,12 @@ export function jobOptions(retentionSeconds: number) {
   return { attempts: 1, removeOnComplete: { age: retentionSeconds }, removeOnFail: { age: 24 * 3600 } };
 }
 
-const isTimeout = (e: unknown) => e instanceof Error && /timed out|timeout/i.test(e.message);
-
 /**
  * Producer with request coalescing. Requests for the same partition that arrive together (in the
  * same event-loop turn, or while this process already has `maxInFlightPerPartition` jobs of that
- * partition unfinished) travel as ONE job: an ordered list of items. Decisions come back per item.
+ * partition unfinished) travel as ONE job: an ordered list of items. Decisions come back per item,
+ * through this process's reply stream (replies.ts); when a reply does not come in time, the job's
+ * state and then the database (`lookup`) say what to answer.
  * Because a partition's jobs are decided strictly one after another anyway, holding items back
  * while a job is in flight costs almost no latency and turns N row-lock round trips into one.
  */
@@ -88,16 +102,18 @@ export async function createAllocator(opts: AllocatorOptions): Promise<Allocator
   const maxInFlight = opts.maxInFlightPerPartition ?? 1;
   const retention = Math.max(opts.retentionSeconds ?? 60, Math.ceil((2 * opts.waitMs) / 1000));
   const client: Redis = producerConnection(opts.redisUrl, opts.commandTimeoutMs);
-  const eventsConnection = consumerConnectionOptions(opts.redisUrl);
+  const replies = new ReplyListener({
+    redisUrl: opts.redisUrl,
+    prefix: opts.prefix,
+    ...(opts.processId ? { processId: opts.processId } : {}),
+    ...(opts.replyTtlMs ? { ttlMs: opts.replyTtlMs } : {}),
+  });
   const parts: PartitionState[] = [];
   for (let p = 0; p < opts.partitions; p++) {
-    const name = partitionQueueName(p);
-    const queue = new Queue(name, { connection: client, prefix: opts.prefix });
-    const events = new QueueEvents(name, { connection: eventsConnection, prefix: opts.prefix });
+    const queue = new Queue(partitionQueueName(p), { connection: client, prefix: opts.prefix });
     // Connection errors surface per request as 503s; they must not crash the process.
     queue.on('error', () => {});
-    events.on('error', () => {});
-    parts.push({ queue, events, buffer: [], scheduled: false, inFlight: 0 });
+    parts.push({ queue, buffer: [], scheduled: false, inFlight: 0 });
   }
 
   // Topology checks run on every (re)connect; until one passes, allocations answer 503.
@@ -129,14 +145,52 @@ export async function createAllocator(opts: AllocatorOptions): Promise<Allocator
   if (up) {
     await checkTopology();
     if (topologyError instanceof PartitionCountMismatch) {
-      await Promise.allSettled(parts.flatMap((s) => [s.events.close(), s.queue.close()]));
+      await Promise.allSettled([replies.close(), ...parts.map((s) => s.queue.close())]);
       client.disconnect();
       throw topologyError;
     }
-    await Promise.race([Promise.all(parts.map((s) => s.events.waitUntilReady())), new Promise((r) => setTimeout(r, 2000))]);
+    await replies.ready(2000);
   }
 
   const options = jobOptions(retention);
+
+  /**
+   * Wait for a job's reply until `deadline`. A stream lost meanwhile may have dropped the reply:
+   * a job still queued or running will reply to the re-created stream, so wait on; otherwise stop.
+   */
+  async function awaitReply(s: PartitionState, job: Job, deadline: number): Promise<ReplyWait> {
+    const key = replyJobKey(s.queue.name, job.id!);
+    for (;;) {
+      const got = await replies.wait(key, deadline - Date.now());
+      if (got.kind !== 'lost' || Date.now() >= deadline) return got;
+      const state = await s.queue.getJobState(job.id!).catch(() => 'unknown');
+      if (state === 'completed' || state === 'failed' || state === 'unknown') return got;
+    }
+  }
+
+  /**
+   * No usable reply: ask where the truth is. A job still queued or running is pending (no database
+   * read); a finished job's items are looked up in the database (a lost reply); a job that failed
+   * outright (a worker bug) is a failure.
+   */
+  async function withoutReply(
+    s: PartitionState,
+    job: Job,
+    chunk: Pending[],
+    enqueuedAt: number,
+    reason: 'timeout' | 'lost' | 'unreadable',
+  ): Promise<AllocateResult[]> {
+    const pending: AllocateResult = { status: 'pending', jobId: job.id, enqueuedAt };
+    const state = await s.queue.getJobState(job.id!).catch(() => 'unknown');
+    let out: AllocateResult[] = chunk.map(() => pending);
+    if (state === 'failed') out = chunk.map(() => ({ status: 'failed', code: 'ALLOCATION_FAILED' }));
+    else if ((state === 'completed' || state === 'unknown') && opts.lookup) {
+      const found = await opts.lookup(chunk.map((c) => c.item)).catch(() => []);
+      out = chunk.map((_, i) => found[i] ?? pending);
+    }
+    opts.onFallback?.({ reason, items: chunk.length, decided: out.filter((o) => o.status !== 'pending').length });
+    return out;
+  }
 
   function schedule(p: number) {
     const s = parts[p]!;
@@ -156,24 +210,27 @@ export async function createAllocator(opts: AllocatorOptions): Promise<Allocator
       const enqueuedAt = Date.now();
       for (const c of chunk) c.item.enqueuedAt = enqueuedAt;
       try {
-        const data: AllocateJobData = { items: chunk.map((c) => c.item) };
+        const data: AllocateJobData = { items: chunk.map((c) => c.item), replyTo: replies.key };
         job = await s.queue.add(allocateJob.name, data, options);
-      } catch {
-        for (const c of chunk) c.reject(new DomainError('QUEUE_UNAVAILABLE'));
+      } catch (error) {
+        for (const c of chunk) c.reject(new DomainError('QUEUE_UNAVAILABLE', undefined, undefined, error));
         return;
       }
-      const ttl = Math.max(1, Math.min(...chunk.map((c) => c.deadline)) - Date.now());
+      const deadline = Math.min(...chunk.map((c) => c.deadline));
       try {
-        const result = allocateJob.result.parse(await job.waitUntilFinished(s.events, ttl));
-        chunk.forEach((c, i) => {
-          c.resolve(result.outcomes[i] ?? { status: 'failed', code: 'ALLOCATION_FAILED' });
-        });
-      } catch (error) {
-        // Timed out, or lost contact while waiting: the job is queued and will be decided, so the
-        // truthful answer is "pending". A job that failed outright (a worker bug) is a failure.
-        const failed = !isTimeout(error) && (await job.isFailed().catch(() => false));
-        for (const c of chunk)
-          c.resolve(failed ? { status: 'failed', code: 'ALLOCATION_FAILED' } : { status: 'pending', jobId: job.id, enqueuedAt });
+        const got = await awaitReply(s, job, deadline);
+        let outcomes: AllocateResult[] | undefined;
+        if (got.kind === 'reply') {
+          const parsed = allocateJob.result.safeParse(JSON.parse(got.value));
+          if (parsed.success)
+            outcomes = chunk.map((_, i) => parsed.data.outcomes[i] ?? { status: 'failed', code: 'ALLOCATION_FAILED' });
+        }
+        outcomes ??= await withoutReply(s, job, chunk, enqueuedAt, got.kind === 'reply' ? 'unreadable' : got.kind);
+        for (const [i, c] of chunk.entries()) c.resolve(outcomes[i]!);
+      } catch {
+        // Lost contact while finding out: the job is queued and will be decided, so the truthful
+        // answer is "pending".
+        for (const c of chunk) c.resolve({ status: 'pending', jobId: job.id, enqueuedAt });
       }
     } finally {
       s.inFlight--;
@@ -182,10 +239,13 @@ export async function createAllocator(opts: AllocatorOptions): Promise<Allocator
   }
 
   return {
+    replyKey: replies.key,
+
     allocate(item) {
       return new Promise<AllocateResult>((resolve, reject) => {
         if (client.status !== 'ready' || !topologyOk) {
-          reject(new DomainError('QUEUE_UNAVAILABLE'));
+          const why = topologyError ?? new Error(`Redis connection ${client.status}`);
+          reject(new DomainError('QUEUE_UNAVAILABLE', undefined, undefined, why));
           return;
         }
         const p = partitionOf(item.questId, opts.partitions);
@@ -200,15 +260,22 @@ export async function createAllocator(opts: AllocatorOptions): Promise<Allocator
       try {
         // Deduplicated rather than given a custom id: every job keeps an ordinal id from the queue's
         // counter (its place in the partition's order), and a finished batch can be re-run (resume).
-        job = await s.queue.add(batchJob.name, data, { ...options, deduplication: { id: data.batchId } });
-      } catch {
-        throw new DomainError('QUEUE_UNAVAILABLE');
+        // A request deduplicated onto another process's job gets no reply: it answers from the
+        // database when its wait ends (the route reads the batch's row either way).
+        job = await s.queue.add(
+          batchJob.name,
+          { ...data, replyTo: replies.key },
+          { ...options, deduplication: { id: data.batchId } },
+        );
+      } catch (error) {
+        throw new DomainError('QUEUE_UNAVAILABLE', undefined, undefined, error);
       }
-      try {
-        return batchJob.result.parse(await job.waitUntilFinished(s.events, Math.max(1, waitMs ?? opts.waitMs)));
-      } catch {
-        return { status: 'pending' };
+      const got = await awaitReply(s, job, Date.now() + Math.max(1, waitMs ?? opts.waitMs)).catch(() => undefined);
+      if (got?.kind === 'reply') {
+        const parsed = batchJob.result.safeParse(JSON.parse(got.value));
+        if (parsed.success) return parsed.data;
       }
+      return { status: 'pending' };
     },
 
     async ping() {
@@ -224,9 +291,8 @@ export async function createAllocator(opts: AllocatorOptions): Promise<Allocator
     async close() {
       // Graceful first; a connection stuck reconnecting must not hold up shutdown, so cap the wait
       // and then drop the sockets.
-      const graceful = Promise.allSettled(parts.flatMap((s) => [s.events.close(), s.queue.close()]));
+      const graceful = Promise.allSettled([replies.close(), ...parts.map((s) => s.queue.close())]);
       await Promise.race([graceful, new Promise((r) => setTimeout(r, 2000).unref())]);
-      await Promise.allSettled(parts.map((s) => s.events.disconnect()));
       client.disconnect();
     },
   };

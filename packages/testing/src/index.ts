@@ -5,3 +5,4 @@ export * from './seed.ts';
 export * from './system.ts';
 export * from './fixtures.ts';
 export * from './metrics.ts';
+export * from './redis-cluster.ts';

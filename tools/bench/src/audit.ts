@@ -1,4 +1,5 @@
 import type { Sql } from '@quest/db';
+import { partitionQueueName } from '@quest/queue';
 
 /**
  * Correctness after every scenario: the ledger invariants over the whole database, nothing
@@ -100,13 +101,23 @@ export async function waitForDrain(
 ): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const pipe = redis.pipeline();
-    for (let p = 0; p < partitions; p++) {
-      const q = `${prefix}:alloc-p${String(p).padStart(2, '0')}`;
-      pipe.llen(`${q}:wait`).llen(`${q}:active`).zcard(`${q}:delayed`).zcard(`${q}:prioritized`).llen(`${q}:paused`);
-    }
-    const res = (await pipe.exec()) ?? [];
-    const pending = res.reduce((s, [, v]) => s + Number(v ?? 0), 0);
+    // One pipeline per partition: a partition's keys share a slot, so this works on a cluster too.
+    const counts = await Promise.all(
+      Array.from({ length: partitions }, async (_, p) => {
+        const q = `${prefix}:${partitionQueueName(p)}`;
+        const res =
+          (await redis
+            .pipeline()
+            .llen(`${q}:wait`)
+            .llen(`${q}:active`)
+            .zcard(`${q}:delayed`)
+            .zcard(`${q}:prioritized`)
+            .llen(`${q}:paused`)
+            .exec()) ?? [];
+        return res.reduce((s, [, v]) => s + Number(v ?? 0), 0);
+      }),
+    );
+    const pending = counts.reduce((a, b) => a + b, 0);
     if (pending === 0) return true;
     if (Date.now() > deadline) return false;
     await new Promise((r) => setTimeout(r, 100));

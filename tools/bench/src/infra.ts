@@ -1,9 +1,9 @@
 import { fileURLToPath } from 'node:url';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import postgres from 'postgres';
 import { createSql, type Sql } from '@quest/db';
 import { migrate } from '@quest/db/migrate';
-import { deleteKeysWithPrefix } from '@quest/queue';
+import { deleteKeysWithPrefix, redisConnection } from '@quest/queue';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -35,7 +35,7 @@ export async function createInfra(opts: { pgUrl: string; redisUrl: string; tag: 
   const dbName = `qr_bench_${opts.tag}`;
   const prefix = `qrb_${opts.tag}`;
   const databaseUrl = withDatabase(opts.pgUrl, dbName);
-  const redis = new Redis(opts.redisUrl, { maxRetriesPerRequest: 1, lazyConnect: true });
+  const redis = redisConnection(opts.redisUrl, { maxRetriesPerRequest: 1, lazyConnect: true });
   redis.on('error', () => {});
   let cleaned: Promise<void> | undefined;
   let sql: Sql | undefined;

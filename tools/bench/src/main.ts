@@ -3,10 +3,12 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Command, Option } from 'commander';
 import { createSql, type Sql } from '@quest/db';
+import { startRedisCluster, type TestRedisCluster } from '@quest/testing/redis-cluster';
 import { runLoad } from './http-load.ts';
 import { type BenchInfra, createInfra, REPO_ROOT } from './infra.ts';
 import { formatMachine, machineInfo } from './machine.ts';
 import { loadWorkerConfig } from '../../../apps/worker/src/env.ts';
+import { apiScaleScenario } from './api-scale.ts';
 import { bundleServices } from './build.ts';
 import {
   liveServices,
@@ -47,6 +49,18 @@ const program = new Command()
   )
   .option('--workers <n>', 'worker processes for scenarios 1–4 and memory', (v) => Number.parseInt(v, 10))
   .option('--duration <seconds>', 'override the timed runs (throughput, hot, scale, limits)', (v) => Number(v))
+  .option('--api-processes <list>', 'api-scale: API process counts (comma separated); default 1,2,4 (quick: 1,2)', (v) =>
+    v.split(',').map((n) => Number.parseInt(n, 10)),
+  )
+  .option('--allocations <n>', 'api-scale: allocations per point; default 10000 (quick: 4000)', (v) => Number.parseInt(v, 10))
+  .option(
+    '--affinity',
+    'api-scale: route requests to API processes by quest (partition mod n), like a hashing load balancer',
+    false,
+  )
+  .option('--repeat <n>', 'api-scale: runs of each point (the machine is shared: compare them); default 1', (v) =>
+    Number.parseInt(v, 10),
+  )
   .option('--batch-concurrency <n>', 'batches in flight in the batch scenario', (v) => Number.parseInt(v, 10))
   .option('--chunk-size <n>', "BATCH_CHUNK_SIZE for the workers and the batch limit; default: the worker's own default", (v) =>
     Number.parseInt(v, 10),
@@ -76,6 +90,11 @@ const program = new Command()
     'postgres://postgres@127.0.0.1:5432/postgres',
   )
   .option('--redis-url <url>', 'Redis server (a fresh key prefix is used)', 'redis://127.0.0.1:6379')
+  .option(
+    '--redis-cluster',
+    'run on a three-master Redis Cluster the bench starts on free loopback ports (instead of --redis-url)',
+    false,
+  )
   .option('--keep', 'keep the bench database and Redis keys afterwards (for inspection)', false)
   .option(
     '--no-reference',
@@ -87,6 +106,10 @@ const opts = program.opts<{
   quick: boolean;
   scenario?: string[];
   workers?: number;
+  apiProcesses?: number[];
+  affinity: boolean;
+  allocations?: number;
+  repeat?: number;
   duration?: number;
   batchConcurrency?: number;
   partitions?: number;
@@ -96,6 +119,7 @@ const opts = program.opts<{
   out: string;
   pgUrl: string;
   redisUrl: string;
+  redisCluster: boolean;
   keep: boolean;
   reference: boolean;
 }>();
@@ -130,6 +154,7 @@ const t0 = Date.now();
 const log = (msg: string) => console.log(`[bench +${((Date.now() - t0) / 1000).toFixed(1)}s] ${msg}`);
 
 let infra: BenchInfra | undefined;
+let redisCluster: TestRedisCluster | undefined;
 let limitPool: Sql | undefined;
 let tearingDown: Promise<void> | undefined;
 
@@ -144,6 +169,7 @@ async function teardown(graceful: boolean) {
       infra.redis.disconnect();
       console.log(`kept database ${infra.dbName} and Redis prefix ${infra.prefix}`);
     }
+    await redisCluster?.stop();
   })();
   return tearingDown;
 }
@@ -169,7 +195,12 @@ function profileArgs(role: 'api' | 'worker'): string[] {
 
 async function main() {
   log(`${cfg.quick ? 'quick' : 'full'} run, scenarios: ${[...selected].join(', ')}`);
-  infra = await createInfra({ pgUrl: opts.pgUrl, redisUrl: opts.redisUrl, tag });
+  if (opts.redisCluster) {
+    redisCluster = await startRedisCluster({ masters: 3 });
+    log(`Redis Cluster of 3 masters at ${redisCluster.nodes}`);
+  }
+  const redisUrl = redisCluster ? `redis-cluster://${redisCluster.nodes}` : opts.redisUrl;
+  infra = await createInfra({ pgUrl: opts.pgUrl, redisUrl, tag });
   const { sql } = infra;
   setBenchDatabase(infra.dbName);
   const machine = await machineInfo(sql, infra.redis);
@@ -188,8 +219,14 @@ async function main() {
     windows: [],
     quietBudget: { remainingS: cfg.quick ? 20 : 420 },
   };
-  // Scenarios of the service need it running; admin (the CLI against the database) does not.
-  const ctx = [...selected].some((name) => name !== 'admin') ? await startService(base) : undefined;
+  if (opts.runtime === 'bundle' && [...selected].some((name) => name !== 'admin')) {
+    const dir = join(opts.out, `build-${tag}`);
+    useEntries(await bundleServices(dir));
+    log(`bundled the API and worker into ${dir}`);
+  }
+  // Scenarios of the shared service need it running; admin (the CLI against the database) and
+  // api-scale (processes of its own on a Redis of its own) do not.
+  const ctx = [...selected].some((name) => name !== 'admin' && name !== 'api-scale') ? await startService(base) : undefined;
 
   const outputs: ScenarioOutput[] = [];
   const run = async (name: ScenarioName, fn: () => Promise<ScenarioOutput | ScenarioOutput[]>) => {
@@ -225,6 +262,24 @@ async function main() {
   };
 
   if (ctx) await runServiceScenarios(ctx, run);
+  if (selected.has('api-scale')) {
+    // Its own API and worker processes: stop the shared service's first, so they do not compete.
+    await Promise.all((ctx ? [ctx.api, ...ctx.workers()] : []).map((s) => s.stop('SIGTERM')));
+    await run('api-scale', () =>
+      apiScaleScenario(base, {
+        apiCounts: opts.apiProcesses ?? (cfg.quick ? [1, 2] : [1, 2, 4]),
+        repeat: opts.repeat ?? 1,
+        allocations: opts.allocations ?? (cfg.quick ? 4000 : 10_000),
+        workers: cfg.workers,
+        partitions: cfg.partitions,
+        connections: cfg.connections,
+        quests: cfg.throughputQuests,
+        accountPool: cfg.accountPool,
+        affinity: opts.affinity,
+        profileArgs,
+      }),
+    );
+  }
   // Last: it adds 100,000s of accounts and 1,000,000 payouts the other scenarios would work among.
   if (selected.has('admin')) await run('admin', () => adminScenario(ctx ?? base));
 
@@ -332,11 +387,6 @@ async function startService(base: BaseCtx): Promise<Ctx> {
     await waitForPool(base.infra.redis, base.infra.prefix, cfg.partitions, ids, workers);
   };
 
-  if (opts.runtime === 'bundle') {
-    const dir = join(opts.out, `build-${tag}`);
-    useEntries(await bundleServices(dir));
-    log(`bundled the API and worker into ${dir}`);
-  }
   log(`starting the API and ${cfg.workers} workers (${opts.runtime})`);
   const [api] = await Promise.all([startApi(env, profileArgs('api')), startWorkers(cfg.workers)]);
   log(`API at ${api.baseUrl}; workers ${workers.map((w) => `${w.name}(pid ${w.pid})`).join(', ')}`);

@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { Redis } from 'ioredis';
+import { masterConnections, membersKey, partitionQueueName } from '@quest/queue';
 import { REPO_ROOT } from './infra.ts';
 
 /**
@@ -223,15 +224,17 @@ export async function waitForPool(
       for (const s of services) {
         if (s.child.exitCode !== null || s.child.signalCode !== null) throw new Error(`${s.name} exited:\n${s.output()}`);
       }
-      const members = await redis.zrange(`${prefix}:pool:members`, 0, -1);
+      const members = await redis.zrange(membersKey(prefix), 0, -1);
       if (members.length !== want.size || members.some((m) => !want.has(m))) {
         last = `members=${members.join(',')}`;
         return undefined;
       }
-      const clients = workerClients((await redis.client('LIST')) as string, prefix);
+      // On a cluster each master lists the connections made to it.
+      const lists = await Promise.all(masterConnections(redis).map((n) => n.client('LIST') as Promise<string>));
+      const clients = workerClients(lists.join('\n'), prefix);
       const owners = new Map<number, string>();
       for (let p = 0; p < partitions; p++) {
-        const set = clients.get(`alloc-p${String(p).padStart(2, '0')}`);
+        const set = clients.get(partitionQueueName(p));
         if (set?.size !== 1) {
           last = `partition ${p} has ${set?.size ?? 0} workers`;
           return undefined;

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Sql } from '@quest/db';
+import { partitionQueueName } from '@quest/queue';
 import { type AuditResult, auditLedger, type CreditCheck, checkCredits, waitForDrain } from './audit.ts';
 import { type BatchHttpResult, runBatchesHttp } from './batch-http.ts';
 import { type DirectResult, directBatches, directCoalesced, directSingle } from './direct.ts';
@@ -21,7 +22,7 @@ import type { Window } from './profile.ts';
 import { type Owner, seedQuests } from './seed.ts';
 import { formatValue, type Row, rng } from './stats.ts';
 
-export const SCENARIOS = ['latency', 'throughput', 'hot', 'batch', 'scale', 'memory', 'admin'] as const;
+export const SCENARIOS = ['latency', 'throughput', 'hot', 'batch', 'scale', 'memory', 'api-scale', 'admin'] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
 export interface BenchConfig {
@@ -463,10 +464,16 @@ export interface JobStats {
 }
 
 /** Allocation jobs finished between two instants, per worker (BullMQ's completed set is scored by finishedOn). */
-async function jobStats(redis: Redis, prefix: string, partitions: number, fromMs: number, toMs: number): Promise<JobStats> {
+export async function jobStats(
+  redis: Redis,
+  prefix: string,
+  partitions: number,
+  fromMs: number,
+  toMs: number,
+): Promise<JobStats> {
   const out: JobStats = { jobs: 0, items: 0, byWorker: {} };
   for (let p = 0; p < partitions; p++) {
-    const q = `${prefix}:alloc-p${String(p).padStart(2, '0')}`;
+    const q = `${prefix}:${partitionQueueName(p)}`;
     const ids = await redis.zrangebyscore(`${q}:completed`, fromMs, toMs);
     for (let i = 0; i < ids.length; i += 2000) {
       const pipe = redis.pipeline();

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { partitionQueueName } from '@quest/queue';
 import { Cluster } from './cluster.ts';
 import { checkInvariants } from './invariants.ts';
 import { onExitCleanup } from './servers.ts';
@@ -200,7 +201,7 @@ async function zombie(c: Cluster, started: () => void): Promise<void> {
       10_000,
     );
     const b = post(qb);
-    const queue = `${c.env.QUEUE_PREFIX}:alloc-p${String(qb % partitions).padStart(2, '0')}`;
+    const queue = `${c.env.QUEUE_PREFIX}:${partitionQueueName(qb % partitions)}`;
     const redis = new (await import('ioredis')).Redis(c.redis.url, { maxRetriesPerRequest: 1 });
     try {
       await waitUntil(async () => (await redis.llen(`${queue}:active`)) > 0, 10_000);

@@ -1,7 +1,6 @@
-import { Redis } from 'ioredis';
 import { pendingWork } from '@quest/db';
 import { assignPartitions } from '@quest/domain';
-import { membersKey, partitionsKey, QueueStatsReader, reconcilerLastRunKey } from '@quest/queue';
+import { membersKey, partitionsKey, QueueStatsReader, reconcilerLastRunKey, redisConnection } from '@quest/queue';
 import { CliError, type CommandOutput, type Context } from '../context.ts';
 import { renderFields, renderTable } from '../format.ts';
 
@@ -32,7 +31,7 @@ interface PoolView {
  * heartbeat), each partition queue's depth, and the reconciler's last run.
  */
 async function readPool(url: string, prefix: string, configuredPartitions: number): Promise<PoolView> {
-  const redis = new Redis(url, {
+  const redis = redisConnection(url, {
     maxRetriesPerRequest: 1,
     connectTimeout: 2000,
     commandTimeout: 5000,

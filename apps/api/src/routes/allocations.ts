@@ -513,10 +513,15 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
       if (!created) reply.header('idempotent-replayed', 'true');
 
       let final: BatchRow | undefined = row.status === 'completed' ? row : undefined;
+      let current: BatchRow | undefined;
       if (!final) {
         // A failed batch resumes from its last committed chunk; concurrent retries share one job.
         const run = await allocator.runBatch({ batchId, questId }, { waitMs: config.BATCH_WAIT_MS });
-        if (run.status !== 'pending') final = await getBatch(sql, questId, batchId);
+        current = await getBatch(sql, questId, batchId);
+        // Without a reply (it timed out, was lost, or another request's job carried the batch),
+        // the row is the truth: completed is final. A failed row may be the previous attempt's,
+        // which this request's job is about to resume, so only the job's own answer says failed.
+        if (run.status !== 'pending' || current?.status === 'completed') final = current;
       }
       countBatchItems(final ?? row);
       if (final?.status === 'completed') {
@@ -533,11 +538,10 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
           },
         );
       }
-      const current = (await getBatch(sql, questId, batchId)) ?? row;
       return reply
         .code(202)
         .header('location', `/quests/${questId}/batches/${batchId}`)
-        .send({ batch: batchSummary(current) });
+        .send({ batch: batchSummary(current ?? row) });
     },
   );
 
