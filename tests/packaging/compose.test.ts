@@ -48,7 +48,8 @@ describe('docker-compose.yml', () => {
     // Nothing else is in a profile: a plain `up` starts no cluster.
     expect(Object.values(services).filter((s) => s.profiles && !s.profiles.includes('cluster'))).toEqual([]);
     for (const name of ['api', 'worker', 'migrate']) {
-      expect(services[name]!.environment?.REDIS_CLUSTER_NODES).toBe('${REDIS_CLUSTER_NODES:-}');
+      // Compose's own interpolation syntax, kept literally in the file.
+      expect(services[name]!.environment?.REDIS_CLUSTER_NODES).toBe(`$${'{'}REDIS_CLUSTER_NODES:-}`);
     }
   });
 

@@ -142,7 +142,7 @@ describe('on a three-master Redis Cluster, two API and three worker processes', 
     // Order: within a quest, decisions (payouts.seq) follow enqueue order (job id, then place in the job).
     const jobs = await completedJobs();
     const rank = new Map<string, [number, number]>();
-    for (const job of jobs) job.keys.forEach((key, index) => rank.set(key, [job.id, index]));
+    for (const job of jobs) for (const [index, key] of job.keys.entries()) rank.set(key, [job.id, index]);
     let violations = 0;
     for (let n = 1; n < payouts.length; n++) {
       if (payouts[n]!.quest_id !== payouts[n - 1]!.quest_id) continue;
