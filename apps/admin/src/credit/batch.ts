@@ -28,8 +28,14 @@ export interface Accepted {
   replayedBelow: number;
 }
 
-/** First poll of a batch still in progress; then ×1.5 per unchanged poll, up to POLL_MAX_MS. */
+/**
+ * Polls of a batch in progress: from POLL_MIN_MS, ×1.5 per unchanged answer, up to POLL_BUSY_MS
+ * while the batch moved within the last POLL_IDLE_AFTER_MS (only the oldest batch is polled, and
+ * the next one waits on it: a late look costs throughput), then up to POLL_MAX_MS.
+ */
 const POLL_MIN_MS = 20;
+const POLL_BUSY_MS = 100;
+const POLL_IDLE_AFTER_MS = 5000;
 const POLL_MAX_MS = 1000;
 
 export class BatchClient {
@@ -128,7 +134,8 @@ export class BatchClient {
       // Decided results still to page: ask at once. Nothing new (or only undecided ones): wait first.
       if (results.length === before || results.length >= Math.min(answer.processed, items.length)) {
         await sleep(delay, undefined, { signal: api.signal });
-        delay = Math.min(POLL_MAX_MS, Math.round(delay * 1.5));
+        const cap = Date.now() - markedAt < POLL_IDLE_AFTER_MS ? POLL_BUSY_MS : POLL_MAX_MS;
+        delay = Math.min(cap, Math.round(delay * 1.5));
       }
       answer = parseAnswer((await api.request(label, 'GET', api.page(location, results.length))).json, label);
     }
