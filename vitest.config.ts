@@ -1,5 +1,9 @@
 import { defineConfig } from 'vitest/config';
 
+// A developer's .env must not change what tests configure: every process a test starts inherits
+// ENV_FILE=/dev/null (see packages/config/src/env-file.ts), unless the test names a file itself.
+const NO_ENV_FILE = { ENV_FILE: '/dev/null' };
+
 export default defineConfig({
   test: {
     // Two files at a time: most of a system test's time is spent waiting on the processes it starts,
@@ -11,12 +15,14 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
+          env: NO_ENV_FILE,
           include: ['packages/*/src/**/*.test.ts', 'apps/*/src/**/*.test.ts', 'tools/*/src/**/*.test.ts'],
         },
       },
       {
         test: {
           name: 'integration',
+          env: NO_ENV_FILE,
           include: [
             'packages/*/test/**/*.test.ts',
             'apps/*/test/**/*.test.ts',

@@ -2,9 +2,13 @@ import { InvalidArgumentError } from 'commander';
 import { describe, expect, it } from 'vitest';
 import {
   parseActionStatus,
+  parseAfterInt,
   parseApiKey,
   parseFeatureAssignments,
   parseInstant,
+  parseKeyId,
+  parseKeyRef,
+  parseLimit,
   parseName,
   parseNonNegativeInt,
   parseOwnerId,
@@ -106,5 +110,23 @@ describe('parseFeatureAssignments', () => {
     rejects(() => parseFeatureAssignments(['quests=yes'], FEATURES));
     rejects(() => parseFeatureAssignments(['quests'], FEATURES));
     rejects(() => parseFeatureAssignments(['quests=on', 'quests=off'], FEATURES));
+  });
+});
+
+describe('key references and list paging', () => {
+  it('tells a key id from a full key; any sk_ string is a key (to be looked up), anything else is refused', () => {
+    expect(parseKeyRef(' key_01jf8q4g0x7m3r6v2k9d1n5bta ')).toEqual({ keyId: 'key_01jf8q4g0x7m3r6v2k9d1n5bta' });
+    expect(parseKeyRef('sk_doesnotexist')).toEqual({ apiKey: 'sk_doesnotexist' });
+    for (const bad of ['hello', 'key_', 'KEY_abc', 'own_01jf8q4g0x7m3r6v2k9d1n5bta', '']) rejects(() => parseKeyRef(bad));
+    expect(parseKeyId('key_abc')).toBe('key_abc');
+    rejects(() => parseKeyId('sk_abc'));
+  });
+
+  it('takes limits from 1 to 1000 and cursors that are whole numbers', () => {
+    expect(parseLimit('1')).toBe(1);
+    expect(parseLimit(' 1000 ')).toBe(1000);
+    for (const bad of ['0', '1001', '-1', '1.5', 'ten', '']) rejects(() => parseLimit(bad));
+    expect(parseAfterInt('9007199254740991')).toBe(Number.MAX_SAFE_INTEGER);
+    for (const bad of ['-1', '1e3', '9007199254740992', 'x']) rejects(() => parseAfterInt(bad));
   });
 });

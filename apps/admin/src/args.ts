@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from 'commander';
+import { MAX_LIST_LIMIT } from '@quest/db';
 import { ACTION_STATUSES, type ActionStatus, isWellFormedApiKey, toChecksumAddress } from '@quest/domain';
 
 /**
@@ -74,6 +75,38 @@ export function parseApiKey(value: string): string {
   const key = value.trim();
   if (!isWellFormedApiKey(key)) throw new InvalidArgumentError('Expected an API key starting with sk_.');
   return key;
+}
+
+/** What `key revoke --key` names: a key id (`key_…`, as `key list` shows it) or the full key (`sk_…`). */
+export type KeyRef = { keyId: string } | { apiKey: string };
+
+export function parseKeyRef(value: string): KeyRef {
+  const text = value.trim();
+  if (text.startsWith('sk_')) return { apiKey: text };
+  if (/^key_[0-9a-z]{1,64}$/.test(text)) return { keyId: text };
+  throw new InvalidArgumentError('Expected a key id (key_…, see "key list") or the full API key (sk_…).');
+}
+
+export function parseKeyId(value: string): string {
+  const id = value.trim();
+  if (!/^key_[0-9a-z]{1,64}$/.test(id)) throw new InvalidArgumentError('Expected a key id like key_01jf8q….');
+  return id;
+}
+
+/** Rows per page of a list command. */
+export function parseLimit(value: string): number {
+  const text = value.trim();
+  const n = /^\d+$/.test(text) ? Number(text) : Number.NaN;
+  if (!(n >= 1 && n <= MAX_LIST_LIMIT)) throw new InvalidArgumentError(`Expected an integer from 1 to ${MAX_LIST_LIMIT}.`);
+  return n;
+}
+
+/** Cursor of an integer-keyed list (accounts ids are bigint: any safe integer). */
+export function parseAfterInt(value: string): number {
+  const text = value.trim();
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(Number(text)))
+    throw new InvalidArgumentError('Expected an id (a whole number).');
+  return Number(text);
 }
 
 export function parseActionStatus(value: string): ActionStatus {

@@ -1,5 +1,5 @@
 import { CommanderError } from 'commander';
-import { ConfigError } from '@quest/config';
+import { ConfigError, loadEnvironment } from '@quest/config';
 import { isAdminError } from '@quest/db';
 import { CliError, type CommandOutput, Context, type Io } from './context.ts';
 import { loadAdminConfig } from './env.ts';
@@ -56,16 +56,38 @@ function print(ctx: Context, output: CommandOutput): void {
   else ctx.io.stdout(`${output.text}\n`);
 }
 
+/** `--json` among the options (not after a `--` that ends them). */
+export function jsonRequested(argv: readonly string[]): boolean {
+  const end = argv.indexOf('--');
+  return (end === -1 ? argv : argv.slice(0, end)).includes('--json');
+}
+
+function usageMessage(error: CommanderError): string {
+  // A command group without its subcommand: commander printed that group's help.
+  if (error.code === 'commander.help') return 'a subcommand is required; the usage is on stderr (or run with --help)';
+  return error.message.replace(/^error: /, '');
+}
+
 /** Run one invocation; resolves to the process exit code. Never throws. */
-export async function main(argv: readonly string[], env: Record<string, string | undefined>, io: Io): Promise<number> {
+export async function main(
+  argv: readonly string[],
+  env: Record<string, string | undefined>,
+  io: Io,
+  cwd: string = process.cwd(),
+): Promise<number> {
   let config: ReturnType<typeof loadAdminConfig>;
   try {
-    config = loadAdminConfig(env);
+    // The real environment, with a `.env` file filling in what it leaves unset (see @quest/config).
+    config = loadAdminConfig(loadEnvironment(env, cwd).env);
   } catch (error) {
-    io.stderr(`quest-admin: ${error instanceof ConfigError ? error.message : String(error)}\n`);
+    const message = error instanceof ConfigError ? error.message : String(error);
+    io.stderr(`quest-admin: ${message}\n`);
+    if (jsonRequested(argv)) io.stdout(`${JSON.stringify({ error: { code: 'INVALID_CONFIGURATION', message } })}\n`);
     return EXIT.failed;
   }
   const ctx = new Context(config, io);
+  // Known before parsing, so that a usage error (or --version) answers in JSON too.
+  ctx.json = jsonRequested(argv);
   let output: CommandOutput | undefined;
   const program = buildProgram(ctx, (o) => {
     output = o;
@@ -76,8 +98,12 @@ export async function main(argv: readonly string[], env: Record<string, string |
     print(ctx, output);
     return output.exitCode ?? EXIT.ok;
   } catch (error) {
-    // Commander has already printed the usage message (or the help that was asked for).
-    if (error instanceof CommanderError) return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
+    // Commander has already printed the usage message (or the help that was asked for) on stderr.
+    if (error instanceof CommanderError) {
+      if (error.exitCode === 0) return EXIT.ok;
+      if (ctx.json) io.stdout(`${JSON.stringify({ error: { code: 'USAGE_ERROR', message: usageMessage(error) } })}\n`);
+      return EXIT.usage;
+    }
     const { code, message } = describeError(error, config.DATABASE_URL);
     io.stderr(`error: ${message}\n`);
     if (ctx.json) io.stdout(`${JSON.stringify({ error: { code, message } })}\n`);

@@ -1,10 +1,14 @@
-import { Command, InvalidArgumentError } from 'commander';
-import { FEATURES } from '@quest/db';
+import { readFileSync } from 'node:fs';
+import { Command, CommanderError, Help, InvalidArgumentError, type Option } from 'commander';
+import { FEATURES, MAX_LIST_LIMIT } from '@quest/db';
 import {
   parseActionStatus,
-  parseApiKey,
+  parseAfterInt,
+  parseKeyRef,
+  parseLimit,
   parseFeatureAssignments,
   parseInstant,
+  parseKeyId,
   parseName,
   parseNonNegativeInt,
   parseOwnerId,
@@ -16,10 +20,20 @@ import { auditCommand } from './commands/audit.ts';
 import { registerCreditCommand } from './commands/credit.ts';
 import { demo } from './commands/demo.ts';
 import { featuresSet, featuresShow } from './commands/features.ts';
+import { accountList, campaignList, DEFAULT_LIST_LIMIT, keyList, ownerList, questList } from './commands/lists.ts';
 import { keyCreate, keyRevoke, ownerCreate } from './commands/owners.ts';
 import { campaignCreate, questAction, questCreate } from './commands/quests.ts';
 import { statusCommand } from './commands/status.ts';
 import type { CommandOutput, Context } from './context.ts';
+
+/** The CLI's version: the version of this package (see CHANGELOG.md). */
+export const VERSION: string = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version;
+
+/** Help lists every option with "(required)" after the ones that must be given. */
+function optionDescription(this: Help, option: Option): string {
+  const description = Help.prototype.optionDescription.call(this, option);
+  return option.mandatory ? `${description} (required)` : description;
+}
 
 /** Report a bad combination of arguments the way commander reports a bad single one. */
 function usageError(cmd: Command, message: string): never {
@@ -41,8 +55,13 @@ export function buildProgram(ctx: Context, emit: (output: CommandOutput) => void
       'Operator tools for the Quest Rewards Service: owners and API keys, accounts, campaigns, quests, feature flags, ledger audit.',
     )
     .option('--json', 'print exactly one JSON object on stdout instead of text')
+    .option('-V, --version', 'print the version and exit')
+    .on('option:version', () => {
+      ctx.io.stdout(ctx.json ? `${JSON.stringify({ version: VERSION })}\n` : `${VERSION}\n`);
+      throw new CommanderError(0, 'commander.version', VERSION);
+    })
     .configureOutput({ writeOut: (s) => ctx.io.stdout(s), writeErr: (s) => ctx.io.stderr(s) })
-    .configureHelp({ showGlobalOptions: true })
+    .configureHelp({ showGlobalOptions: true, optionDescription })
     .showHelpAfterError()
     .exitOverride()
     .hook('preAction', (_program, action) => {
@@ -50,7 +69,7 @@ export function buildProgram(ctx: Context, emit: (output: CommandOutput) => void
     })
     .addHelpText(
       'after',
-      "\nEnvironment:\n  DATABASE_URL   PostgreSQL URL (default postgres://postgres@127.0.0.1:5432/quest_rewards)\n  API_BASE_URL   API address for credit and the demo's curl commands (default http://127.0.0.1:3000)\n  REDIS_URL, QUEUE_PREFIX, QUEUE_PARTITIONS   the queue that status reads (defaults redis://127.0.0.1:6379, quest, 16)\n\nThe schema is migrated automatically before any command that uses the database.",
+      "\nEnvironment:\n  DATABASE_URL   PostgreSQL URL (default postgres://postgres@127.0.0.1:5432/quest_rewards)\n  API_BASE_URL   API address for credit and the demo's curl commands (default http://127.0.0.1:$PORT, PORT defaulting to 3000)\n  REDIS_URL, QUEUE_PREFIX, QUEUE_PARTITIONS   the queue that status reads (defaults redis://127.0.0.1:6379, quest, 16)\n  ENV_FILE       file of defaults for these (default: .env in this directory or up to the project root)\n\nThe schema is migrated automatically before any command that uses the database.",
     );
   const run = (fn: () => Promise<CommandOutput>) => fn().then(emit);
 
@@ -66,6 +85,13 @@ export function buildProgram(ctx: Context, emit: (output: CommandOutput) => void
     )
     .action((opts) => run(() => ownerCreate(ctx, opts)));
 
+  owner
+    .command('list')
+    .description('List owners in id order, with their active keys and quests')
+    .option('--limit <n>', `owners per page, 1-${MAX_LIST_LIMIT}`, parseLimit, DEFAULT_LIST_LIMIT)
+    .option('--after <ownerId>', 'continue after this owner id (the "next" of the previous page)', parseOwnerId)
+    .action((opts) => run(() => ownerList(ctx, opts)));
+
   const key = program.command('key').description('Owner API keys');
   key
     .command('create')
@@ -74,9 +100,16 @@ export function buildProgram(ctx: Context, emit: (output: CommandOutput) => void
     .action((opts) => run(() => keyCreate(ctx, opts)));
   key
     .command('revoke')
-    .description('Revoke an API key; it stops working at once')
-    .requiredOption('--key <apiKey>', 'the full key (sk_…)', parseApiKey)
+    .description('Revoke an API key; it stops working at once (revoking it again changes nothing and says so)')
+    .requiredOption('--key <key>', 'the key id (key_…, see "key list") or the full key (sk_…)', parseKeyRef)
     .action((opts) => run(() => keyRevoke(ctx, opts)));
+  key
+    .command('list')
+    .description('List API keys in id order: id, display prefix, owner, created, revoked (never the key itself)')
+    .option('--owner <ownerId>', "only this owner's keys", parseOwnerId)
+    .option('--limit <n>', `keys per page, 1-${MAX_LIST_LIMIT}`, parseLimit, DEFAULT_LIST_LIMIT)
+    .option('--after <keyId>', 'continue after this key id (the "next" of the previous page)', parseKeyId)
+    .action((opts) => run(() => keyList(ctx, opts)));
 
   const account = program.command('account').description('Accounts that receive points');
   account
@@ -89,6 +122,13 @@ export function buildProgram(ctx: Context, emit: (output: CommandOutput) => void
     .description('Create accounts in bulk from a CSV file with a "pass" header; existing ones are skipped')
     .requiredOption('--file <path>', 'CSV file: header line "pass", then one address per line')
     .action((opts) => run(() => accountImport(ctx, opts)));
+
+  account
+    .command('list')
+    .description('List accounts in id order, with their balances')
+    .option('--limit <n>', `accounts per page, 1-${MAX_LIST_LIMIT}`, parseLimit, DEFAULT_LIST_LIMIT)
+    .option('--after <accountId>', 'continue after this account id (the "next" of the previous page)', parseAfterInt)
+    .action((opts) => run(() => accountList(ctx, opts)));
 
   const campaign = program.command('campaign').description('Campaigns (groups of quests)');
   campaign
@@ -104,6 +144,13 @@ export function buildProgram(ctx: Context, emit: (output: CommandOutput) => void
       checkWindow(cmd, opts);
       return run(() => campaignCreate(ctx, opts));
     });
+
+  campaign
+    .command('list')
+    .description('List campaigns in id order, with their number of quests')
+    .option('--limit <n>', `campaigns per page, 1-${MAX_LIST_LIMIT}`, parseLimit, DEFAULT_LIST_LIMIT)
+    .option('--after <campaignId>', 'continue after this campaign id (the "next" of the previous page)', parseRowId)
+    .action((opts) => run(() => campaignList(ctx, opts)));
 
   const quest = program.command('quest').description('Quests (points budgets)');
   quest
@@ -128,6 +175,15 @@ export function buildProgram(ctx: Context, emit: (output: CommandOutput) => void
     .requiredOption('--id <questId>', 'quest id', parseRowId)
     .requiredOption('--status <status>', 'active or deactivated', parseActionStatus)
     .action((opts) => run(() => questAction(ctx, opts)));
+
+  quest
+    .command('list')
+    .description('List quests (public and private) in id order, with their budgets')
+    .option('--owner <ownerId>', "only this owner's quests", parseOwnerId)
+    .option('--campaign <campaignId>', "only this campaign's quests", parseRowId)
+    .option('--limit <n>', `quests per page, 1-${MAX_LIST_LIMIT}`, parseLimit, DEFAULT_LIST_LIMIT)
+    .option('--after <questId>', 'continue after this quest id (the "next" of the previous page)', parseRowId)
+    .action((opts) => run(() => questList(ctx, opts)));
 
   const features = program.command('features').description('Show (default) or switch the quests and campaigns features');
   features

@@ -58,6 +58,7 @@ describe('quest-admin account create', () => {
     expectUsageError(
       await cli('account', 'create', '--pass', 'hello', '--json'),
       "option '--pass <address>' argument 'hello' is invalid",
+      { json: true },
     );
   });
 });

@@ -1,3 +1,5 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -73,6 +75,43 @@ describe('quest-admin demo', () => {
   });
 });
 
+describe('quest-admin demo without API_BASE_URL', () => {
+  it('follows PORT (and a .env file), and says where the address came from', async () => {
+    const json = jsonOf(await runCli(['demo', '--json'], { DATABASE_URL: db.url, PORT: '3917' }));
+    expect(json.apiBaseUrl).toBe('http://127.0.0.1:3917');
+    expect(json.apiBaseUrlFrom).toBe('HOST/PORT');
+    expect(json.curl.listQuests).toBe('curl -sS http://127.0.0.1:3917/quests');
+    expect(json.curl.allocate).toMatch(/^curl -sS -X POST http:\/\/127\.0\.0\.1:3917\/quests\/\d+ /);
+
+    // The same from a .env file, as `npm start` and the API would read it; the real environment wins.
+    const dir = mkdtempSync(join(tmpdir(), 'quest-admin-env-'));
+    try {
+      const envFile = join(dir, '.env');
+      writeFileSync(envFile, `DATABASE_URL=${db.url}\nPORT=3917\nHOST=0.0.0.0\n`);
+      const text = await runCli(['demo'], { ENV_FILE: envFile });
+      expect(text.code, text.stderr).toBe(0);
+      expect(text.stdout).toContain('Try it against http://127.0.0.1:3917 (API_BASE_URL is unset: built from PORT and HOST');
+      expect(text.stdout).toContain('curl -sS http://127.0.0.1:3917/quests\n');
+      expect(text.stdout).not.toContain(':3000');
+
+      const explicit = jsonOf(await runCli(['demo', '--json'], { ENV_FILE: envFile, API_BASE_URL: 'http://api:3000' }));
+      expect(explicit).toMatchObject({ apiBaseUrl: 'http://api:3000', apiBaseUrlFrom: 'API_BASE_URL' });
+      expect(explicit.curl.listQuests).toBe('curl -sS http://api:3000/quests');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('uses the host the API listens on when it is not a wildcard, and 127.0.0.1:3000 with nothing set', async () => {
+    const [specific, plain] = await Promise.all([
+      runCli(['demo', '--json'], { DATABASE_URL: db.url, HOST: '10.1.2.3', PORT: '8080' }),
+      runCli(['demo', '--json'], { DATABASE_URL: db.url }),
+    ]);
+    expect(jsonOf(specific).apiBaseUrl).toBe('http://10.1.2.3:8080');
+    expect(jsonOf(plain).apiBaseUrl).toBe('http://127.0.0.1:3000');
+  });
+});
+
 describe('the quest-admin process', () => {
   it('answers --help from the linked bin without a database, and exits 0', async () => {
     const result = await runCli(
@@ -82,9 +121,52 @@ describe('the quest-admin process', () => {
     );
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toMatch(/^Usage: quest-admin \[options\] \[command\]/);
-    for (const command of ['owner', 'key', 'account', 'campaign', 'quest', 'features', 'audit', 'demo']) {
+    for (const command of ['owner', 'key', 'account', 'campaign', 'quest', 'features', 'audit', 'demo', 'credit', 'status']) {
       expect(result.stdout).toMatch(new RegExp(`\\n {2}${command} `));
     }
+  });
+
+  it('prints its version (text and JSON), and marks required options in help', async () => {
+    const { version } = JSON.parse(readFileSync(join(REPO_ROOT, 'apps/admin/package.json'), 'utf8'));
+    const env = { DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' };
+    const [text, short, json, help] = await Promise.all([
+      runCli(['--version'], env),
+      runCli(['-V'], env),
+      runCli(['--version', '--json'], env),
+      runCli(['quest', 'create', '--help'], env),
+    ]);
+    expect(text).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });
+    expect(short.stdout).toBe(`${version}\n`);
+    expect(jsonOf(json)).toEqual({ version });
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/--owner <ownerId> +owner id \(own_…\) \(required\)\n/);
+    expect(help.stdout).toMatch(/--campaign <campaignId> +campaign id\n/);
+    expect(help.stdout).toMatch(/--total-points <n> +points budget \(required\)\n/);
+    expect(help.stdout).toMatch(/--private +leave the quest out of the public list\n/);
+  });
+
+  it('answers a usage error with --json as one JSON object on stdout, the usage still on stderr', async () => {
+    const results = await Promise.all([
+      cli('launch', '--json'),
+      cli('owner', 'create', '--json', '--name', 'x'),
+      cli('key', '--json'),
+    ]);
+    const messages = results.map((result) => {
+      expect(result.code).toBe(2);
+      expect(result.stderr).toMatch(/Usage: quest-admin/);
+      const out = jsonOf(result);
+      expect(out.error.code).toBe('USAGE_ERROR');
+      return out.error.message;
+    });
+    expect(messages).toEqual([
+      "unknown command 'launch'",
+      "required option '--pass <address>' not specified",
+      'a subcommand is required; the usage is on stderr (or run with --help)',
+    ]);
+    // After `--`, --json is an argument, not the option.
+    const literal = await cli('features', 'set', '--', '--json');
+    expect(literal.code).toBe(2);
+    expect(literal.stdout).toBe('');
   });
 
   it('refuses unknown commands and options with usage on stderr and exit 2', async () => {
@@ -102,9 +184,18 @@ describe('the quest-admin process', () => {
     for (const env of [{ DATABASE_URL: 'mysql://db/x' }, { DATABASE_URL: db.url, API_BASE_URL: 'not a url' }]) {
       const result = await runCli(['features', '--json'], env);
       expect(result.code).toBe(1);
-      expect(result.stdout).toBe('');
       expect(result.stderr).toMatch(/^quest-admin: Invalid configuration:\n {2}(DATABASE_URL|API_BASE_URL): /);
+      // With --json, the same message as the one JSON object on stdout.
+      expect(jsonOf(result)).toEqual({
+        error: {
+          code: 'INVALID_CONFIGURATION',
+          message: expect.stringMatching(/^Invalid configuration:\n {2}(DATABASE_URL|API_BASE_URL): /),
+        },
+      });
       expectNoStack(result);
+      const text = await runCli(['features'], env);
+      expect(text.code).toBe(1);
+      expect(text.stdout).toBe('');
     }
   });
 

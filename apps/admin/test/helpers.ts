@@ -13,7 +13,7 @@ export interface CliResult {
 
 /**
  * Run the real CLI in a child process, as an operator would. The environment is built from
- * scratch so a developer's own DATABASE_URL or API_BASE_URL cannot leak in.
+ * scratch so a developer's own DATABASE_URL or API_BASE_URL (or .env file) cannot leak in.
  */
 export function runCli(
   args: readonly string[],
@@ -23,7 +23,8 @@ export function runCli(
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [opts.bin ?? BIN, ...args], {
       cwd: REPO_ROOT,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+      // No developer's .env either, unless a test names one.
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, ENV_FILE: '/dev/null', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
@@ -45,11 +46,19 @@ export function jsonOf(result: CliResult): any {
   return value;
 }
 
-/** A usage error: non-zero exit, message and usage on stderr, nothing on stdout, no stack trace. */
-export function expectUsageError(result: CliResult, mention: string | RegExp): void {
+/**
+ * A usage error: exit 2, message and usage on stderr, no stack trace; on stdout nothing, or with
+ * --json (`json: true`) exactly one `{"error":{"code":"USAGE_ERROR","message"}}` object.
+ */
+export function expectUsageError(result: CliResult, mention: string | RegExp, opts: { json?: boolean } = {}): void {
   expect(result.code, result.stderr).toBe(2);
-  expect(result.stdout).toBe('');
-  expect(result.stderr).toMatch(typeof mention === 'string' ? new RegExp(escapeRegExp(mention)) : mention);
+  const pattern = typeof mention === 'string' ? new RegExp(escapeRegExp(mention)) : mention;
+  if (opts.json) {
+    expect(jsonOf(result)).toEqual({ error: { code: 'USAGE_ERROR', message: expect.stringMatching(pattern) } });
+  } else {
+    expect(result.stdout).toBe('');
+  }
+  expect(result.stderr).toMatch(pattern);
   expect(result.stderr).toMatch(/Usage: quest-admin/);
   expectNoStack(result);
 }
@@ -77,5 +86,10 @@ export async function expectUsageErrors(
   cases: ReadonlyArray<readonly [readonly string[], string | RegExp]>,
 ): Promise<void> {
   const results = await Promise.all(cases.map(([args]) => run(...args)));
-  for (const [i, result] of results.entries()) expectUsageError(result, cases[i]![1]);
+  for (const [i, result] of results.entries()) {
+    const [args, mention] = cases[i]!;
+    expectUsageError(result, mention, {
+      json: args.slice(0, args.includes('--') ? args.indexOf('--') : undefined).includes('--json'),
+    });
+  }
 }

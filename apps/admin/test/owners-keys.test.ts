@@ -124,7 +124,13 @@ describe('quest-admin key create / revoke', () => {
     const [row] = await db.sql<
       { id: string; revoked_at: Date }[]
     >`select id, revoked_at from api_keys where key_hash = ${createHash('sha256').update(owner.apiKey).digest()}`;
-    expect(out).toEqual({ revoked: true, keyId: row!.id, ownerId: owner.id, revokedAt: row!.revoked_at.toISOString() });
+    expect(out).toEqual({
+      revoked: true,
+      alreadyRevoked: false,
+      keyId: row!.id,
+      ownerId: owner.id,
+      revokedAt: row!.revoked_at.toISOString(),
+    });
     expect(await findOwnerByApiKey(db.sql, owner.apiKey)).toBeNull();
     expect((await findOwnerByApiKey(db.sql, second))?.id).toBe(owner.id);
   });
@@ -143,6 +149,113 @@ describe('quest-admin key create / revoke', () => {
     expect(jsonOf(unknown).error.code).toBe('API_KEY_NOT_FOUND');
     // The error names the key by its prefix only.
     expect(unknown.stderr).not.toContain(unknownKey);
-    expectUsageError(await cli('key', 'revoke', '--key', 'hello'), 'starting with sk_');
+    expectUsageError(
+      await cli('key', 'revoke', '--key', 'hello'),
+      'Expected a key id (key_…, see "key list") or the full API key (sk_…)',
+    );
+  });
+
+  it('says a key that cannot exist was not found, not how keys are spelled', async () => {
+    const text = await cli('key', 'revoke', '--key', 'sk_doesnotexist');
+    expectFailure(text, 'API key sk_does… not found');
+    const json = await cli('key', 'revoke', '--key', 'sk_doesnotexist', '--json');
+    expect(jsonOf(json)).toEqual({ error: { code: 'API_KEY_NOT_FOUND', message: 'API key sk_does… not found' } });
+    const byId = await cli('key', 'revoke', '--key', 'key_01jf8q4g0x7m3r6v2k9d1n5bta', '--json');
+    expectFailure(byId, 'API key "key_01jf8q4g0x7m3r6v2k9d1n5bta" not found');
+    expect(jsonOf(byId).error.code).toBe('API_KEY_NOT_FOUND');
+  });
+
+  it('revokes by key id (as key list shows it), and a second revocation says "already revoked"', async () => {
+    const owner = await newOwner();
+    const [{ id: keyId }] = (await db.sql`select id from api_keys where owner_id = ${owner.id}`) as unknown as [{ id: string }];
+    const first = await cli('key', 'revoke', '--key', keyId, '--json');
+    expect(first.code, first.stderr).toBe(0);
+    const out = jsonOf(first);
+    expect(out).toEqual({
+      revoked: true,
+      alreadyRevoked: false,
+      keyId,
+      ownerId: owner.id,
+      revokedAt: expect.stringMatching(/^\d{4}-/),
+    });
+    expect(await findOwnerByApiKey(db.sql, owner.apiKey)).toBeNull();
+
+    // Again, by id and by the full key: nothing changes, and the answer says so.
+    const again = await cli('key', 'revoke', '--key', keyId, '--json');
+    expect(again.code, again.stderr).toBe(0);
+    expect(jsonOf(again)).toEqual({ ...out, alreadyRevoked: true });
+    const text = await cli('key', 'revoke', '--key', owner.apiKey);
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).toMatch(/^API key already revoked \(nothing changed\)\n {2}key id +key_/);
+    expect(text.stdout).toContain(out.revokedAt);
+  });
+});
+
+describe('quest-admin owner list / key list', () => {
+  it('lists owners and keys page by page (json), never showing a key, and continues with --after', async () => {
+    const created: any[] = [];
+    for (let i = 0; i < 3; i++) {
+      created.push(jsonOf(await cli('owner', 'create', '--name', `Listed ${i}`, '--pass', `0x${randomHex()}`, '--json')));
+    }
+    const extra = jsonOf(await cli('key', 'create', '--owner', created[0].owner.id, '--json')).apiKey;
+    expect((await cli('key', 'revoke', '--key', extra)).code).toBe(0);
+
+    // Every owner of this database, two at a time, until `next` is null.
+    const seen: any[] = [];
+    let after: string | null = null;
+    for (let pages = 0; pages < 100; pages++) {
+      const result = await cli('owner', 'list', '--limit', '2', ...(after ? ['--after', after] : []), '--json');
+      expect(result.code, result.stderr).toBe(0);
+      const out = jsonOf(result);
+      expect(Object.keys(out).sort()).toEqual(['next', 'owners']);
+      expect(out.owners.length).toBeLessThanOrEqual(2);
+      seen.push(...out.owners);
+      if (out.next === null) break;
+      expect(out.next).toBe(out.owners.at(-1).id);
+      after = out.next;
+    }
+    const [{ n }] = (await db.sql`select count(*)::int as n from owners`) as unknown as [{ n: number }];
+    expect(seen).toHaveLength(n);
+    expect(seen.map((o) => o.id)).toEqual([...seen.map((o) => o.id)].sort());
+    expect(seen.find((o) => o.id === created[0].owner.id)).toEqual({
+      ...created[0].owner,
+      activeKeys: 1,
+      quests: 0,
+      createdAt: expect.stringMatching(/^\d{4}-/),
+    });
+
+    const keys = await cli('key', 'list', '--owner', created[0].owner.id, '--json');
+    expect(keys.code, keys.stderr).toBe(0);
+    const listed = jsonOf(keys);
+    expect(listed.next).toBeNull();
+    expect(listed.keys).toHaveLength(2);
+    expect(listed.keys.map((k: any) => k.revokedAt === null).sort()).toEqual([false, true]);
+    for (const k of listed.keys) {
+      expect(Object.keys(k).sort()).toEqual(['createdAt', 'id', 'ownerId', 'prefix', 'revokedAt']);
+      expect(k.ownerId).toBe(created[0].owner.id);
+    }
+    expect(keys.stdout).not.toContain(created[0].apiKey);
+    expect(keys.stdout).not.toContain(extra);
+    expect(listed.keys.map((k: any) => k.prefix).sort()).toEqual([created[0].apiKey.slice(0, 7), extra.slice(0, 7)].sort());
+  });
+
+  it('prints tables with a hint for the next page; refuses bad limits; names an unknown owner', async () => {
+    const owner = jsonOf(await cli('owner', 'create', '--name', 'Tabled', '--pass', `0x${randomHex()}`, '--json'));
+    const text = await cli('key', 'list', '--owner', owner.owner.id);
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).toMatch(/^ID +PREFIX +OWNER +CREATED +REVOKED\nkey_[0-9a-z]+ +sk_.{4}… +own_/);
+    expect(text.stdout).toContain('\n1 API key.\n');
+    const paged = await cli('owner', 'list', '--limit', '1');
+    expect(paged.code, paged.stderr).toBe(0);
+    expect(paged.stdout).toMatch(/\n1 owner shown; more: quest-admin owner list --after own_[0-9a-z]+\n$/);
+
+    await expectUsageErrors(cli, [
+      [['owner', 'list', '--limit', '0'], "option '--limit <n>' argument '0' is invalid"],
+      [['key', 'list', '--limit', '1001', '--json'], 'Expected an integer from 1 to 1000'],
+      [['key', 'list', '--after', 'sk_abc'], "option '--after <keyId>' argument 'sk_abc' is invalid"],
+    ]);
+    const unknown = await cli('key', 'list', '--owner', 'own_01jf8q4g0x7m3r6v2k9d1n5bta', '--json');
+    expectFailure(unknown, 'own_01jf8q4g0x7m3r6v2k9d1n5bta');
+    expect(jsonOf(unknown).error.code).toBe('OWNER_NOT_FOUND');
   });
 });

@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { ConfigError } from '@quest/config';
+import { ConfigError, loadEnvironment } from '@quest/config';
 import { createSql } from '@quest/db';
 import { migrate } from '@quest/db/migrate';
 import { createAllocator } from '@quest/queue';
@@ -12,14 +12,19 @@ import { IdempotencyGuard } from './idempotency-guard.ts';
 import { createLogger } from './logger.ts';
 
 let config: ApiConfig;
+let envFile: string | null = null;
 try {
-  config = loadApiConfig();
+  // The real environment, with a `.env` file filling in what it leaves unset (see @quest/config).
+  const loaded = loadEnvironment(process.env);
+  envFile = loaded.file;
+  config = loadApiConfig(loaded.env);
 } catch (error) {
   console.error(error instanceof ConfigError ? error.message : error);
   process.exit(1);
 }
 
 const logger = createLogger(config.LOG_LEVEL);
+if (envFile) logger.info({ envFile }, 'read environment file');
 // A rejection nobody handled (a dependency's background promise, e.g. the queue library's on a
 // Redis that died mid-command) is logged, not fatal: requests still answer 503 on their own.
 process.on('unhandledRejection', (err) => logger.error({ err }, 'unhandled rejection'));

@@ -7,7 +7,9 @@ import { OpenApiContract } from './helpers.ts';
 const serverTs = fileURLToPath(new URL('../src/server.ts', import.meta.url));
 
 function startServer(env: Record<string, string>): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', serverTs], { env: { PATH: process.env.PATH ?? '', ...env } });
+  const child = spawn(process.execPath, ['--import', 'tsx', serverTs], {
+    env: { PATH: process.env.PATH ?? '', ENV_FILE: '/dev/null', ...env },
+  });
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));

@@ -25,6 +25,11 @@ const schema = z.object({
   /** Port of the worker's Prometheus endpoint, GET /metrics (0: no endpoint). */
   METRICS_PORT: intVar(0, 0, 65_535),
   METRICS_HOST: z.string().min(1).default('127.0.0.1'),
+  /**
+   * Liveness file rewritten after each renewal of the pool membership, read by the container
+   * healthcheck (healthcheck.ts). Unset: no file.
+   */
+  WORKER_HEALTH_FILE: z.preprocess((v) => (v === '' ? undefined : v), z.string().optional()),
   /** How often the database-session gauge is sampled (0: never). */
   METRICS_SAMPLE_MS: intVar(5000, 0, 3_600_000),
 });

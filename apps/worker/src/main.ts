@@ -1,22 +1,28 @@
 import { pino } from 'pino';
-import { ConfigError } from '@quest/config';
+import { ConfigError, loadEnvironment } from '@quest/config';
 import { createSql } from '@quest/db';
 import { DatabaseConfigurationError, migrate, waitForDatabase } from '@quest/db/migrate';
 import { PartitionPool } from '@quest/queue';
 import { loadWorkerConfig } from './env.ts';
+import { removeHealthFile, writeHealthFile } from './health.ts';
 import { observePool, sampleDbPool, serveMetrics } from './metrics.ts';
 import { createProcessor } from './processor.ts';
 import { Reconciler } from './reconciler.ts';
 
 let config: ReturnType<typeof loadWorkerConfig>;
+let envFile: string | null = null;
 try {
-  config = loadWorkerConfig(process.env);
+  // The real environment, with a `.env` file filling in what it leaves unset (see @quest/config).
+  const loaded = loadEnvironment(process.env);
+  envFile = loaded.file;
+  config = loadWorkerConfig(loaded.env);
 } catch (error) {
   console.error(error instanceof ConfigError ? error.message : String(error));
   process.exit(1);
 }
 
 const logger = pino({ level: config.LOG_LEVEL, base: { app: 'worker', workerId: config.WORKER_ID } });
+if (envFile) logger.info({ envFile }, 'read environment file');
 
 // A rejection nobody handled (a dependency's background promise) is logged, not fatal: the
 // process's own work is supervised by its retries, the pool's heartbeat and the reconciler.
@@ -52,6 +58,7 @@ const pool = new PartitionPool({
   lockDurationMs: config.WORKER_LOCK_MS,
   stalledIntervalMs: config.WORKER_STALLED_INTERVAL_MS,
   logger,
+  onHeartbeat: config.WORKER_HEALTH_FILE ? writeLiveness(config.WORKER_HEALTH_FILE) : undefined,
   processor: createProcessor({
     sql,
     workerId: config.WORKER_ID,
@@ -62,6 +69,27 @@ const pool = new PartitionPool({
     logger,
   }),
 });
+/** The healthcheck's evidence that this worker is still a live pool member (see health.ts). */
+function writeLiveness(file: string) {
+  let failing = false;
+  return (beat: { at: Date; members: number; owned: readonly number[] }) => {
+    try {
+      writeHealthFile(file, {
+        memberId: config.WORKER_ID,
+        pid: process.pid,
+        renewedAt: beat.at.toISOString(),
+        memberTtlMs: config.WORKER_MEMBER_TTL_MS,
+        members: beat.members,
+        partitions: beat.owned,
+      });
+      failing = false;
+    } catch (err) {
+      // Logged once per streak: the healthcheck turns unhealthy on its own.
+      if (!failing) logger.error({ err, file }, 'cannot write the liveness file');
+      failing = true;
+    }
+  };
+}
 await pool.start();
 observePool(pool, config.WORKER_ID);
 const metricsServer = config.METRICS_PORT ? await serveMetrics(config.METRICS_HOST, config.METRICS_PORT) : undefined;
@@ -99,6 +127,8 @@ async function shutdown(signal: string) {
     clearInterval(dbSampler);
     metricsServer?.close();
     await reconciler.stop();
+    // Leaving the pool: no longer healthy, whatever the active jobs still do.
+    if (config.WORKER_HEALTH_FILE) removeHealthFile(config.WORKER_HEALTH_FILE);
     const closed = await Promise.race([pool.close().then(() => 'closed' as const), deadline]);
     if (closed === 'timeout') logger.warn('active jobs did not finish in time; leaving them to another worker');
     await sql.end({ timeout: 1 });

@@ -1,4 +1,8 @@
 import { z } from 'zod';
+import { ConfigError } from './errors.ts';
+
+export { ConfigError } from './errors.ts';
+export { findEnvFile, type LoadedEnvironment, loadEnvironment } from './env-file.ts';
 
 /**
  * Parse an environment once, at start-up, with a zod schema. On failure, throw a ConfigError whose
@@ -6,10 +10,6 @@ import { z } from 'zod';
  * This is the only module in the repository that is handed `process.env`; apps pass the parsed
  * result into constructors.
  */
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
-}
-
 export function parseEnv<S extends z.ZodType>(schema: S, source: Record<string, string | undefined>): z.output<S> {
   const result = schema.safeParse(source);
   if (result.success) return result.data;

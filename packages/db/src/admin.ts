@@ -188,13 +188,41 @@ export async function createApiKey(sql: Sql, ownerId: string): Promise<IssuedKey
 
 /** Revoke a key given in full. Revoking an already revoked key keeps its first revocation time. */
 export async function revokeApiKey(sql: Sql, apiKey: string): Promise<ApiKeyRecord> {
-  const notFound = new AdminError('API_KEY_NOT_FOUND', `API key ${displayPrefix(apiKey)}… not found`);
-  if (!isWellFormedApiKey(apiKey)) throw notFound;
-  const [row] = await sql<{ id: string; owner_id: string; prefix: string; created_at: Date; revoked_at: Date }[]>`
-    update api_keys set revoked_at = coalesce(revoked_at, now()) where key_hash = ${hashApiKey(apiKey)}
+  return (await revokeKey(sql, { apiKey })).key;
+}
+
+export type KeyReference = { apiKey: string } | { keyId: string };
+
+const KEY_ID = /^key_[0-9a-z]{1,64}$/;
+
+/**
+ * Revoke a key named by its id (`key_…`, as `listApiKeys` shows it) or given in full (`sk_…`).
+ * `alreadyRevoked` tells a second revocation from the first; the first revocation time is kept.
+ */
+export async function revokeKey(sql: Sql, ref: KeyReference): Promise<{ key: ApiKeyRecord; alreadyRevoked: boolean }> {
+  const byId = 'keyId' in ref;
+  const notFound = new AdminError(
+    'API_KEY_NOT_FOUND',
+    byId ? `API key ${JSON.stringify(ref.keyId)} not found` : `API key ${displayPrefix(ref.apiKey)}… not found`,
+  );
+  if (byId ? !KEY_ID.test(ref.keyId) : !isWellFormedApiKey(ref.apiKey)) throw notFound;
+  const match = byId ? sql`id = ${ref.keyId}` : sql`key_hash = ${hashApiKey(ref.apiKey)}`;
+  type Row = { id: string; owner_id: string; prefix: string; created_at: Date; revoked_at: Date };
+  const toKey = (row: Row): ApiKeyRecord => ({
+    id: row.id,
+    ownerId: row.owner_id,
+    prefix: row.prefix,
+    createdAt: row.created_at,
+    revokedAt: row.revoked_at,
+  });
+  const [revoked] = await sql<Row[]>`
+    update api_keys set revoked_at = now() where ${match} and revoked_at is null
     returning id, owner_id, prefix, created_at, revoked_at`;
-  if (!row) throw notFound;
-  return { id: row.id, ownerId: row.owner_id, prefix: row.prefix, createdAt: row.created_at, revokedAt: row.revoked_at };
+  if (revoked) return { key: toKey(revoked), alreadyRevoked: false };
+  // Not updated: unknown, or revoked before (a revocation is never undone, so this cannot race).
+  const [existing] = await sql<Row[]>`select id, owner_id, prefix, created_at, revoked_at from api_keys where ${match}`;
+  if (!existing) throw notFound;
+  return { key: toKey(existing), alreadyRevoked: true };
 }
 
 export type OwnerWithKey = OwnerRecord & { keyId: string };
@@ -595,4 +623,112 @@ export async function audit(sql: Sql, opts: { limit?: number } = {}): Promise<Au
       })),
     };
   }) as Promise<AuditReport>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lists for operators: one page at a time, in id order, continued after the last id seen
+// (keyset pagination: a page costs the same however deep it is, and rows created meanwhile are
+// not skipped or repeated).
+
+export const MAX_LIST_LIMIT = 1000;
+
+export interface ListPage<T> {
+  items: T[];
+  /** Pass as `after` for the next page; null when this page is the last. */
+  next: string | number | null;
+}
+
+interface ListOptions<Cursor> {
+  /** Rows per page, 1 to MAX_LIST_LIMIT. */
+  limit: number;
+  /** Only rows with a greater id. */
+  after?: Cursor;
+}
+
+function checkLimit(limit: number): void {
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT)
+    throw new AdminError('INVALID_INPUT', `limit must be 1 to ${MAX_LIST_LIMIT}`);
+}
+
+function page<R, T extends { id: string | number }>(rows: R[], limit: number, map: (row: R) => T): ListPage<T> {
+  const items = rows.slice(0, limit).map(map);
+  return { items, next: rows.length > limit ? items[items.length - 1]!.id : null };
+}
+
+async function requireOwner(sql: Sql, ownerId: string): Promise<void> {
+  const [row] = await sql`select 1 from owners where id = ${ownerId}`;
+  if (!row) throw new AdminError('OWNER_NOT_FOUND', `owner ${JSON.stringify(ownerId)} not found`);
+}
+
+export type OwnerListItem = OwnerRecord & { activeKeys: number; quests: number };
+
+export async function listOwners(sql: Sql, opts: ListOptions<string>): Promise<ListPage<OwnerListItem>> {
+  checkLimit(opts.limit);
+  const rows = await sql<(OwnerRow & { active_keys: number; quests: number })[]>`
+    select o.id, o.name, o.pass_address, o.created_at,
+           (select count(*)::int from api_keys k where k.owner_id = o.id and k.revoked_at is null) as active_keys,
+           (select count(*)::int from quests q where q.owner_id = o.id) as quests
+    from owners o
+    where ${opts.after === undefined ? sql`true` : sql`o.id > ${opts.after}`}
+    order by o.id limit ${opts.limit + 1}`;
+  return page(rows, opts.limit, (r) => ({ ...toOwner(r), activeKeys: r.active_keys, quests: r.quests }));
+}
+
+/** API keys (never the secret: id, display prefix, owner, times), optionally of one owner. */
+export async function listApiKeys(sql: Sql, opts: ListOptions<string> & { ownerId?: string }): Promise<ListPage<ApiKeyRecord>> {
+  checkLimit(opts.limit);
+  if (opts.ownerId !== undefined) await requireOwner(sql, opts.ownerId);
+  const rows = await sql<{ id: string; owner_id: string; prefix: string; created_at: Date; revoked_at: Date | null }[]>`
+    select id, owner_id, prefix, created_at, revoked_at from api_keys
+    where ${opts.after === undefined ? sql`true` : sql`id > ${opts.after}`}
+      and ${opts.ownerId === undefined ? sql`true` : sql`owner_id = ${opts.ownerId}`}
+    order by id limit ${opts.limit + 1}`;
+  return page(rows, opts.limit, (r) => ({
+    id: r.id,
+    ownerId: r.owner_id,
+    prefix: r.prefix,
+    createdAt: r.created_at,
+    revokedAt: r.revoked_at,
+  }));
+}
+
+export async function listAccounts(sql: Sql, opts: ListOptions<number>): Promise<ListPage<AccountRecord>> {
+  checkLimit(opts.limit);
+  const rows = await sql<AccountRow[]>`
+    select id, pass_address, balance, created_at from accounts
+    where ${opts.after === undefined ? sql`true` : sql`id > ${opts.after}`}
+    order by id limit ${opts.limit + 1}`;
+  return page(rows, opts.limit, toAccount);
+}
+
+export type CampaignListItem = CampaignRecord & { quests: number };
+
+export async function listCampaigns(sql: Sql, opts: ListOptions<number>): Promise<ListPage<CampaignListItem>> {
+  checkLimit(opts.limit);
+  const rows = await sql<(CampaignRow & { quests: number })[]>`
+    select c.*, (select count(*)::int from quests q where q.campaign_id = c.id) as quests
+    from campaigns c
+    where ${opts.after === undefined ? sql`true` : sql`c.id > ${opts.after}`}
+    order by c.id limit ${opts.limit + 1}`;
+  return page(rows, opts.limit, (r) => ({ ...toCampaign(r), quests: r.quests }));
+}
+
+/** Quests, public and private, optionally of one owner and/or one campaign. */
+export async function listQuests(
+  sql: Sql,
+  opts: ListOptions<number> & { ownerId?: string; campaignId?: number },
+): Promise<ListPage<QuestRecord>> {
+  checkLimit(opts.limit);
+  if (opts.ownerId !== undefined) await requireOwner(sql, opts.ownerId);
+  if (opts.campaignId !== undefined) {
+    const [row] = isIntId(opts.campaignId) ? await sql`select 1 from campaigns where id = ${opts.campaignId}` : [];
+    if (!row) throw new AdminError('CAMPAIGN_NOT_FOUND', `campaign ${opts.campaignId} not found`);
+  }
+  const rows = await sql<QuestRow[]>`
+    select * from quests
+    where ${opts.after === undefined ? sql`true` : sql`id > ${opts.after}`}
+      and ${opts.ownerId === undefined ? sql`true` : sql`owner_id = ${opts.ownerId}`}
+      and ${opts.campaignId === undefined ? sql`true` : sql`campaign_id = ${opts.campaignId}`}
+    order by id limit ${opts.limit + 1}`;
+  return page(rows, opts.limit, toQuest);
 }

@@ -24,6 +24,11 @@ export interface PartitionPoolOptions extends QueueSettings {
   lockDurationMs?: number;
   /** BullMQ stalled-job check period. */
   stalledIntervalMs?: number;
+  /**
+   * Called after each successful renewal of this member's membership (a liveness signal: it stops
+   * when the process hangs or loses Redis). Must not throw.
+   */
+  onHeartbeat?: (beat: { at: Date; members: number; owned: readonly number[] }) => void;
 }
 
 /**
@@ -102,6 +107,7 @@ export class PartitionPool {
       if (this.stopped) return;
       this.memberCount = members.length;
       this.rebalance(assignPartitions(members, this.opts.memberId, this.opts.partitions), members.length);
+      this.opts.onHeartbeat?.({ at: new Date(), members: members.length, owned: this.owned });
     } catch (error) {
       this.opts.logger.warn({ err: error }, 'membership heartbeat failed');
     } finally {

@@ -26,7 +26,8 @@ export async function startProcess(
   const args = /\.(mjs|js)$/.test(entry) ? [entry] : ['--import', 'tsx', entry];
   const child = spawn(process.execPath, args, {
     cwd: REPO_ROOT,
-    env: { ...process.env, LOG_LEVEL: 'info', ...env },
+    // ENV_FILE: a developer's .env must not change what a test configured.
+    env: { ...process.env, LOG_LEVEL: 'info', ENV_FILE: '/dev/null', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

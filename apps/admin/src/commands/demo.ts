@@ -74,6 +74,7 @@ export async function demo(ctx: Context): Promise<CommandOutput> {
       quests,
       accounts: accounts.map((a) => ({ id: a.id, pass: a.pass })),
       apiBaseUrl: ctx.config.API_BASE_URL,
+      apiBaseUrlFrom: ctx.config.apiBaseUrlFrom,
       curl,
     },
     text: [
@@ -86,7 +87,9 @@ export async function demo(ctx: Context): Promise<CommandOutput> {
         ...accounts.map((a, i) => [`account ${i + 1}`, `${a.id} (${a.pass})`] as const),
       ]),
       '',
-      `Try it against ${ctx.config.API_BASE_URL}:`,
+      ctx.config.apiBaseUrlFrom === 'API_BASE_URL'
+        ? `Try it against ${ctx.config.API_BASE_URL} (API_BASE_URL):`
+        : `Try it against ${ctx.config.API_BASE_URL} (API_BASE_URL is unset: built from PORT and HOST, as the API reads them; set API_BASE_URL if the API is elsewhere):`,
       '',
       '# List public quests',
       curl.listQuests,

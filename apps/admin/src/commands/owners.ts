@@ -1,4 +1,5 @@
-import { createApiKey, createOwner, revokeApiKey } from '@quest/db';
+import { createApiKey, createOwner, revokeKey } from '@quest/db';
+import type { KeyRef } from '../args.ts';
 import type { CommandOutput, Context } from '../context.ts';
 import { renderFields } from '../format.ts';
 
@@ -27,11 +28,11 @@ export async function keyCreate(ctx: Context, opts: { owner: string }): Promise<
   };
 }
 
-export async function keyRevoke(ctx: Context, opts: { key: string }): Promise<CommandOutput> {
-  const key = await revokeApiKey(await ctx.db(), opts.key);
+export async function keyRevoke(ctx: Context, opts: { key: KeyRef }): Promise<CommandOutput> {
+  const { key, alreadyRevoked } = await revokeKey(await ctx.db(), opts.key);
   return {
-    json: { revoked: true, keyId: key.id, ownerId: key.ownerId, revokedAt: key.revokedAt!.toISOString() },
-    text: renderFields('API key revoked', [
+    json: { revoked: true, alreadyRevoked, keyId: key.id, ownerId: key.ownerId, revokedAt: key.revokedAt!.toISOString() },
+    text: renderFields(alreadyRevoked ? 'API key already revoked (nothing changed)' : 'API key revoked', [
       ['key id', key.id],
       ['prefix', `${key.prefix}…`],
       ['owner', key.ownerId],

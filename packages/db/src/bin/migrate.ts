@@ -1,8 +1,8 @@
-import { parseEnv, databaseEnv, z, ConfigError } from '@quest/config';
+import { ConfigError, databaseEnv, loadEnvironment, parseEnv, z } from '@quest/config';
 import { migrate } from '../migrate.ts';
 
 try {
-  const env = parseEnv(z.object({ DATABASE_URL: databaseEnv.DATABASE_URL }), process.env);
+  const env = parseEnv(z.object({ DATABASE_URL: databaseEnv.DATABASE_URL }), loadEnvironment(process.env).env);
   const result = await migrate(env.DATABASE_URL);
   if (result.createdDatabase) console.log('created database');
   console.log(result.applied.length ? `applied: ${result.applied.join(', ')}` : 'schema is up to date');
