@@ -435,7 +435,8 @@ describe('quest-admin credit', () => {
     const results = await Promise.all(cases.map(([args]) => cli(database.url, [...args, '--json'])));
     for (const [i, result] of results.entries()) {
       expect(result.code, result.stderr).toBe(2);
-      expect(result.stdout).toBe('');
+      // With --json, a usage error is one JSON object on stdout too; the usage text is on stderr.
+      expect(jsonOf(result)).toEqual({ error: { code: 'USAGE_ERROR', message: expect.any(String) } });
       expect(result.stderr).toMatch(cases[i]![1]);
       expect(result.stderr).toMatch(/Usage: quest-admin credit/);
       expectNoStack(result);
