@@ -30,11 +30,12 @@ export interface Accepted {
 
 /**
  * Polls of a batch in progress: from POLL_MIN_MS, ×1.5 per unchanged answer, up to POLL_BUSY_MS
- * while the batch moved within the last POLL_IDLE_AFTER_MS (only the oldest batch is polled, and
- * the next one waits on it: a late look costs throughput), then up to POLL_MAX_MS.
+ * while the batch moved within the last POLL_IDLE_AFTER_MS, then up to POLL_MAX_MS. Only the
+ * oldest batch is polled, and the batches behind it are already queued, so a late look delays
+ * only this run's bookkeeping, not the service; every poll costs the API a request.
  */
-const POLL_MIN_MS = 20;
-const POLL_BUSY_MS = 100;
+const POLL_MIN_MS = 50;
+const POLL_BUSY_MS = 250;
 const POLL_IDLE_AFTER_MS = 5000;
 const POLL_MAX_MS = 1000;
 
