@@ -105,7 +105,7 @@ describe('runInOrder', () => {
     await until(() => s.log.includes('accepted 0'), 'accepted 0');
     for (let i = 0; i < 50; i++) await new Promise((r) => setImmediate(r));
     expect(s.log).toEqual(['post 0', 'accepted 0']);
-    s.finish.forEach((d, i) => d.resolve(String(i)));
+    for (const [i, d] of s.finish.entries()) d.resolve(String(i));
     await run;
     expect(s.log).toEqual([
       'post 0',
@@ -153,7 +153,7 @@ describe('runInOrder', () => {
   it('checks before each submission (an interrupt stops new batches)', async () => {
     const s = fakeService(3);
     for (const d of s.accept) d.resolve();
-    s.finish.forEach((d, i) => d.resolve(String(i)));
+    for (const [i, d] of s.finish.entries()) d.resolve(String(i));
     let stop = false;
     const run = runInOrder(numbers(3), {
       ...s.steps(1),
