@@ -91,6 +91,8 @@ export async function creditCommand(ctx: Context, opts: CreditOptions): Promise<
   const { signal, release } = interruptible();
   const failedFile = new FailedRowsFile(`${opts.file}.failed.csv`);
   const tally = new Tally();
+  /** Batches the service accepted (answered 200 or 202): their results may outlive an interrupted run. */
+  let acceptedBatches = 0;
   let error: CreditStop | undefined;
 
   try {
@@ -125,7 +127,9 @@ export async function creditCommand(ctx: Context, opts: CreditOptions): Promise<
       submit: async (b) => {
         if (b.items.length === 0) return null; // only invalid rows trail the last batch
         try {
-          return await client.submit(keyOf(b), b.items, batchLabel(b.index, b.items));
+          const answer = await client.submit(keyOf(b), b.items, batchLabel(b.index, b.items));
+          acceptedBatches++;
+          return answer;
         } catch (e) {
           throw e instanceof Refused ? refusalStop(e, b, { questId: opts.quest, batchSize: opts.batchSize }) : e;
         }
@@ -155,7 +159,7 @@ export async function creditCommand(ctx: Context, opts: CreditOptions): Promise<
   } catch (e) {
     // Nothing sent: a plain command failure (unreadable file, malformed header), reported by the runner.
     if (e instanceof CliError && tally.batches === 0 && tally.rows === 0) throw e;
-    error = toStop(signal.aborted ? signal.reason : e, tally.batches);
+    error = toStop(signal.aborted ? signal.reason : e, tally.batches, acceptedBatches);
   } finally {
     progress.stop();
     release();
@@ -174,10 +178,13 @@ export async function creditCommand(ctx: Context, opts: CreditOptions): Promise<
   return { json: summaryJson(summary), text: summaryText(summary), exitCode: error ? 1 : 0 };
 }
 
-function toStop(e: unknown, sent: number): CreditStop {
+function toStop(e: unknown, recorded: number, accepted: number): CreditStop {
   if (e instanceof CreditStop) return e;
-  if (e instanceof Interrupted)
-    return new CreditStop('INTERRUPTED', `${e.message} after ${sent} batches; re-run the same command to finish`);
+  if (e instanceof Interrupted) {
+    const pending = accepted - recorded;
+    const more = pending > 0 ? ` (${pending} more accepted by the service, which still decides them)` : '';
+    return new CreditStop('INTERRUPTED', `${e.message} after ${recorded} batches${more}; re-run the same command to finish`);
+  }
   if (e instanceof CliError) return new CreditStop(e.code, e.message);
   const message = e instanceof Error ? e.message : String(e);
   return new CreditStop('INTERNAL_ERROR', `unexpected failure: ${message.split('\n')[0]}`);

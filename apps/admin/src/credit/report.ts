@@ -124,6 +124,7 @@ export function summaryJson(s: Summary): Record<string, unknown> {
 
 /** `succeeded` split into what this run credited and what earlier runs had (replays). */
 export function succeededText(t: Tally): string {
+  if (t.succeeded === 0) return '0';
   if (t.replayed === 0) return `${fmt(t.succeeded)} (newly credited)`;
   return `${fmt(t.succeeded)}: ${fmt(t.replayed)} already credited before (replayed), ${fmt(t.credited)} newly credited`;
 }
