@@ -193,7 +193,7 @@ describe('applyRequests', () => {
     const q = await quest({ total: 100 });
     await db.sql`insert into batches (id, quest_id, owner_id, items_digest, total) values ('bat_held', ${q}, 'own_t', 'd', 1)`;
     const holder = postgres(db.url, { max: 1, onnotice: () => {} });
-    const other = postgres(db.url, { max: 1, onnotice: () => {}, connection: { lock_timeout: '5s' } });
+    const other = postgres(db.url, { max: 1, onnotice: () => {}, connection: { lock_timeout: 5000 } });
     let release!: () => void;
     const released = new Promise<void>((r) => {
       release = r;
