@@ -177,8 +177,42 @@ describe('POST /quests/:questId/batches', () => {
     const d = await batch(system, quest, items.slice(1), headers);
     expect(d.status).toBe(400);
     expect(d.body.code).toBe('IDEMPOTENCY_KEY_REUSED');
+    // The size of the batch stored under the key, so a client re-cutting a file can name it.
+    expect(d.body.details).toEqual({ total: items.length });
     expect(d.headers.get('idempotent-replayed')).toBeNull();
     expect((await payoutTotals(system, quest)).n).toBe(items.length);
+  });
+
+  test('Prefer: respond-async answers 202 once queued; batches sent each after the previous answer are decided in that order', async ({
+    system,
+    database,
+    owner,
+    makeQuest,
+  }) => {
+    const q = await makeQuest({ totalPoints: 10_000_000 });
+    const accounts = await createAccounts(database.sql, 600);
+    const ids: string[] = [];
+    for (let k = 0; k < 6; k++) {
+      const items = accounts.slice(k * 100, (k + 1) * 100).map((address) => ({ address, points: 1 }));
+      const res = await batch(system, q, items, { 'x-api-key': owner.apiKey, prefer: 'wait=5, respond-async' });
+      expect(res.status, JSON.stringify(res.body)).toBe(202);
+      expect(res.headers.get('preference-applied')).toBe('respond-async');
+      expect(res.headers.get('location')).toBe(`/quests/${q}/batches/${res.body.batch.id}`);
+      ids.push(res.body.batch.id);
+    }
+    for (const id of ids) {
+      const done = await settle(system, `/quests/${q}/batches/${id}`, owner.apiKey, 60_000);
+      expect(done.batch.status).toBe('completed');
+    }
+    // Decision order (payouts.seq) is the order the batches were sent in.
+    const order = await system.db.sql<{ batch_id: string }[]>`
+      select batch_id from payouts where quest_id = ${q} order by seq`;
+    expect(order).toHaveLength(600);
+    expect([...new Set(order.map((r) => r.batch_id))]).toEqual(ids);
+    // Without the preference the answer waits for the decision (BATCH_WAIT_MS), as before.
+    const plain = await batch(system, q, [{ address: accounts[0]!, points: 1 }], { 'x-api-key': owner.apiKey });
+    expect(plain.status).toBe(200);
+    expect(plain.headers.get('preference-applied')).toBeNull();
   });
 
   test("takes its place in the quest's order like one request, interleaved with single allocations", async ({

@@ -16,7 +16,7 @@ import {
   systemTest,
   testAddress,
 } from '@quest/testing';
-import { DEFAULT_BATCH_SIZE, MAX_ATTEMPTS } from '../../apps/admin/src/commands/credit.ts';
+import { MAX_ATTEMPTS } from '../../apps/admin/src/commands/credit.ts';
 
 /**
  * `quest-admin credit` end to end: the real CLI process against the real API and worker
@@ -181,15 +181,29 @@ describe('quest-admin credit', () => {
     expect(new Set(failed.map((o) => o.code))).toEqual(new Set(['INVALID_ROW', 'INSUFFICIENT_POINTS', 'ACCOUNT_NOT_FOUND']));
 
     const file = await writeCsv(dir, 'twenty-thousand.csv', rows);
-    const result = await cli(database.url, creditArgs({ quest: questId, key: owner.apiKey, file, baseUrl: system.baseUrl }));
+    // 20 batches, 4 in flight: the budget runs out inside batch 19 only if batches are decided in file order.
+    const BATCH_SIZE = 1000;
+    const result = await cli(
+      database.url,
+      creditArgs({
+        quest: questId,
+        key: owner.apiKey,
+        file,
+        baseUrl: system.baseUrl,
+        extra: ['--batch-size', String(BATCH_SIZE), '--concurrency', '4'],
+      }),
+    );
     expect(result.code, result.stderr).toBe(0);
     expectNoStack(result);
     expect(jsonOf(result)).toEqual({
       quest: questId,
       file,
-      batches: batchCount(valid.length, DEFAULT_BATCH_SIZE),
+      batchSize: BATCH_SIZE,
+      batches: batchCount(valid.length, BATCH_SIZE),
       total: ROWS,
       succeeded: credited.length,
+      credited: credited.length,
+      replayed: 0,
       failed: failed.length,
       failedFile: `${file}.failed.csv`,
       elapsedMs: expect.any(Number),
@@ -225,11 +239,17 @@ describe('quest-admin credit', () => {
     const file = await writeCsv(dir, 'interrupted.csv', rows);
     const BATCH_SIZE = 1000;
     const batches = batchCount(valid.length, BATCH_SIZE);
-    const args = (baseUrl: string, batchSize = BATCH_SIZE) =>
-      creditArgs({ quest: questId, key: owner.apiKey, file, baseUrl, extra: ['--batch-size', String(batchSize)] });
+    const args = (baseUrl: string, batchSize = BATCH_SIZE, concurrency = 4) =>
+      creditArgs({
+        quest: questId,
+        key: owner.apiKey,
+        file,
+        baseUrl,
+        extra: ['--batch-size', String(batchSize), '--concurrency', String(concurrency)],
+      });
 
-    // Run 1, through the API that answers 202: killed once the first batch has been credited.
-    const first = startCli(database.url, args(asyncApiUrl));
+    // Run 1, through the API that answers 202, 8 batches in flight: killed once the first batch has been credited.
+    const first = startCli(database.url, args(asyncApiUrl, BATCH_SIZE, 8));
     await vi.waitFor(
       async () => {
         expect(first.child.exitCode, first.stderr()).toBeNull();
@@ -250,12 +270,14 @@ describe('quest-admin credit', () => {
     expect(partial.n).toBeGreaterThan(0);
     expect(partial.n).toBeLessThan(valid.length);
 
-    // Run 2, through the synchronous API: completes the rest.
-    const second = await cli(database.url, args(system.baseUrl));
+    // Run 2, through the synchronous API, 3 in flight: completes the rest. What run 1 had credited is
+    // replayed (every batch it sent was finished by the service), the rest newly credited.
+    const second = await cli(database.url, args(system.baseUrl, BATCH_SIZE, 3));
     expect(second.code, second.stderr).toBe(0);
     const expectedSummary = {
       quest: questId,
       file,
+      batchSize: BATCH_SIZE,
       batches,
       total: ROWS,
       succeeded: valid.length,
@@ -263,7 +285,13 @@ describe('quest-admin credit', () => {
       failedFile: `${file}.failed.csv`,
       elapsedMs: expect.any(Number),
     };
-    expect(jsonOf(second)).toEqual(expectedSummary);
+    // (A request of run 1 that the API was still handling when the CLI died may have added a batch
+    // after `partial` was read: replayed is at least what was credited then, not exactly.)
+    const secondOut = jsonOf(second);
+    expect(secondOut).toEqual({ ...expectedSummary, replayed: expect.any(Number), credited: expect.any(Number) });
+    expect(secondOut.replayed).toBeGreaterThanOrEqual(partial.n);
+    expect(secondOut.credited).toBeGreaterThan(0);
+    expect(secondOut.replayed + secondOut.credited).toBe(valid.length);
     const exactlyOnce = async () => {
       expect(await payoutsOf(sql, questId)).toEqual({ n: valid.length, s: validSum });
       const duplicates = await sql`
@@ -280,27 +308,46 @@ describe('quest-admin credit', () => {
       ['15002', accounts[15_000], '-2', 'INVALID_ROW'],
     ]);
 
-    // Run 3, through the 202 API: every batch replays its stored results; nothing new is credited.
+    // Run 3, through the 202 API: every batch replays its stored results; nothing new is credited,
+    // and the text summary says so.
     const third = await cli(database.url, args(asyncApiUrl));
     expect(third.code, third.stderr).toBe(0);
-    expect(jsonOf(third)).toEqual(expectedSummary);
+    expect(jsonOf(third)).toEqual({ ...expectedSummary, replayed: valid.length, credited: 0 });
+    await exactlyOnce();
+    const thirdText = await cli(
+      database.url,
+      args(system.baseUrl).filter((a) => a !== '--json'),
+    );
+    expect(thirdText.code, thirdText.stderr).toBe(0);
+    expect(thirdText.stdout).toMatch(
+      /^Nothing new credited: .*interrupted\.csv was already credited to quest \d+ \(19,998 rows replayed\)/,
+    );
+    expect(thirdText.stdout).toMatch(/succeeded +19,998: 19,998 already credited before \(replayed\), 0 newly credited/);
     await exactlyOnce();
 
-    // Another batch size would cut other batches: refused on batch 1, nothing credited twice.
+    // Another batch size would cut other batches: refused on batch 1, nothing credited twice; the
+    // error and the closing hint both name the size to use, and that size then works.
     const otherSize = BATCH_SIZE - 1;
     const other = await cli(database.url, args(system.baseUrl, otherSize));
     expect(other.code, other.stderr).toBe(1);
     expectNoStack(other);
     const out = jsonOf(other);
-    expect(out.error.code).toBe('IDEMPOTENCY_KEY_REUSED');
+    expect(out.error).toMatchObject({ code: 'IDEMPOTENCY_KEY_REUSED', batchSize: BATCH_SIZE });
     expect(out).toMatchObject({ batches: 0, succeeded: 0 });
     // Batch 1 holds the first 999 valid rows: CSV lines 2 to 1,001 (line 5 is invalid).
     expect(other.stderr).toMatch(
       new RegExp(
-        `^error: batch 1 of ${batchCount(valid.length, otherSize)} \\(CSV lines 2–1,001\\) was refused with 400 IDEMPOTENCY_KEY_REUSED`,
+        `^error: batch 1 \\(CSV lines 2–1,001\\) was refused with 400 IDEMPOTENCY_KEY_REUSED: .* re-run with --batch-size ${BATCH_SIZE} \\(nothing was credited twice\\)$`,
         'm',
       ),
     );
+    const otherText = await cli(
+      database.url,
+      args(system.baseUrl, otherSize).filter((a) => a !== '--json'),
+    );
+    expect(otherText.code).toBe(1);
+    expect(otherText.stdout).toMatch(new RegExp(`\n\nRe-run with --batch-size ${BATCH_SIZE}, `));
+    expect(otherText.stdout).not.toMatch(/same --batch-size/);
     await exactlyOnce();
   });
 
@@ -338,7 +385,10 @@ describe('quest-admin credit', () => {
       );
       await api.stop('SIGKILL');
       // The CLI has met the dead API and is backing off: bring it back on the same port.
-      const retrying = new RegExp(`^warning: batch \\d+ of ${batches} .*; retry 1 of ${MAX_ATTEMPTS - 1} in`, 'm');
+      const retrying = new RegExp(
+        `^warning: batch \\d+ \\(CSV lines [\\d,]+–[\\d,]+\\).*; retry 1 of ${MAX_ATTEMPTS - 1} in`,
+        'm',
+      );
       await vi.waitFor(() => expect(run.stderr()).toMatch(retrying), { timeout: 30_000, interval: 20 });
       api = await startProcess(
         'apps/api/src/server.ts',
@@ -377,22 +427,28 @@ describe('quest-admin credit', () => {
       [['credit', '--quest', '1', '--key', key, '--file', file, '--batch-size', 'many'], /--batch-size/],
       [['credit', '--quest', '1', '--key', 'secret', '--file', file], /--key <apiKey>' argument 'secret' is invalid/],
       [['credit', '--quest', '1', '--key', key, '--file', file, '--base-url', 'ftp://x'], /--base-url/],
+      [
+        ['credit', '--quest', '1', '--key', key, '--file', file, '--concurrency', '0'],
+        /--concurrency takes a whole number from 1 to 32/,
+      ],
     ];
     const results = await Promise.all(cases.map(([args]) => cli(database.url, [...args, '--json'])));
     for (const [i, result] of results.entries()) {
       expect(result.code, result.stderr).toBe(2);
-      expect(result.stdout).toBe('');
+      // With --json, a usage error is one JSON object on stdout too; the usage text is on stderr.
+      expect(jsonOf(result)).toEqual({ error: { code: 'USAGE_ERROR', message: expect.any(String) } });
       expect(result.stderr).toMatch(cases[i]![1]);
       expect(result.stderr).toMatch(/Usage: quest-admin credit/);
       expectNoStack(result);
     }
   });
 
-  test("a wrong key stops with exit 1 and the API's INVALID_API_KEY; a malformed CSV stops before sending anything", async ({
+  test("a wrong key stops with exit 1 and the API's INVALID_API_KEY; a malformed CSV stops at the bad line", async ({
     system,
     database,
     owner,
     quest,
+    accounts,
     dir,
   }) => {
     const file = await writeCsv(dir, 'wrong-key.csv', [
@@ -405,7 +461,7 @@ describe('quest-admin credit', () => {
     // One error line (besides progress lines, printed every 2 s on a busy machine).
     const lines = wrong.stderr.trim().split('\n');
     expect(lines.filter((l) => !/^(scanning|crediting)/.test(l))).toEqual([
-      expect.stringMatching(/^error: batch 1 of 1 \(CSV lines 2–3\) was refused with 401 INVALID_API_KEY: /),
+      expect.stringMatching(/^error: batch 1 \(CSV lines 2–3\) was refused with 401 INVALID_API_KEY: /),
     ]);
     expect(jsonOf(wrong)).toMatchObject({ quest, batches: 0, succeeded: 0, error: { code: 'INVALID_API_KEY' } });
 
@@ -415,6 +471,20 @@ describe('quest-admin credit', () => {
     expect(malformed.code).toBe(1);
     expect(jsonOf(malformed).error.code).toBe('INVALID_CSV');
     expect(await payoutsOf(database.sql, quest)).toEqual({ n: 0, s: 0 });
+
+    // One pass: a malformed line further down stops the run there, after the batch before it was
+    // credited (and recorded in the summary), and names the line.
+    const late = join(dir, 'malformed-late.csv');
+    await writeFile(late, `address,points\n${accounts[0]},1\n${accounts[1]},2\n${accounts[2]},3\n"${accounts[3]},4\n`);
+    const partial = await cli(
+      database.url,
+      creditArgs({ quest, key: owner.apiKey, file: late, baseUrl: system.baseUrl, extra: ['--batch-size', '2'] }),
+    );
+    expect(partial.code, partial.stderr).toBe(1);
+    expectNoStack(partial);
+    expect(jsonOf(partial)).toMatchObject({ batches: 1, succeeded: 2, credited: 2, error: { code: 'INVALID_CSV' } });
+    expect(jsonOf(partial).error.message).toMatch(/line 5/);
+    expect(await payoutsOf(database.sql, quest)).toEqual({ n: 2, s: 3 });
   });
 
   test('never waits forever: a batch with no progress is sent again, then the run stops with an error', async ({
@@ -438,8 +508,8 @@ describe('quest-admin credit', () => {
       );
       expect(run.code, run.stderr).toBe(1);
       expectNoStack(run);
-      expect(run.stderr).toMatch(/warning: batch 1 of 1 \(CSV lines 2–2\): no progress for .*; sending it again \(1 of 1\)/);
-      expect(run.stderr).toMatch(/^error: batch 1 of 1 \(CSV lines 2–2\): no progress for .*, 2 times; giving up/m);
+      expect(run.stderr).toMatch(/warning: batch 1 \(CSV lines 2–2\): no progress for .*; sending it again \(1 of 1\)/);
+      expect(run.stderr).toMatch(/^error: batch 1 \(CSV lines 2–2\): no progress for .*, 2 times; giving up/m);
       expect(jsonOf(run)).toMatchObject({ quest: questId, batches: 0, succeeded: 0, error: { code: 'STALLED' } });
       // Nothing was credited twice: the row is still only accepted (one batch row), not applied.
       expect(await batchesOf(database.sql, questId)).toBe(1);
@@ -476,7 +546,7 @@ describe('quest-admin credit', () => {
     );
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toMatch(/^Credited .*text\.csv to quest \d+\n/);
-    expect(result.stdout).toMatch(/ {2}succeeded +2\n/);
+    expect(result.stdout).toMatch(/ {2}succeeded +2 \(newly credited\)\n/);
     expect(result.stdout).toMatch(/ {2}failed +1 \(INVALID_ROW 1\)\n/);
     expect(result.stdout).toMatch(/rows\/s/);
     expect(await failedRowsOf(`${file}.failed.csv`)).toEqual([['3', 'oops', '1', 'INVALID_ROW']]);

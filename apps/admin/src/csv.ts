@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { parse } from 'csv-parse';
+import { Parser, parse } from 'csv-parse';
 import type { ImportRow } from '@quest/db';
 import { CliError } from './context.ts';
 
@@ -82,6 +82,8 @@ export interface CreditCsvRow {
   line: number;
   address: string;
   points: string;
+  /** Bytes of the file parsed up to the end of this row (for progress); optional for callers that build rows by hand. */
+  bytes?: number;
 }
 
 export interface CreditCsv {
@@ -95,9 +97,34 @@ export interface CreditCsv {
 }
 
 /**
+ * csv-parse's `info: true` builds an info object per record (~10 µs a row, more than the parsing
+ * itself). The parser's own `info` counters are current whenever it pushes a record, so this
+ * subclass pairs each record with its line and byte position at that moment, for nothing.
+ */
+class NumberedParser extends Parser {
+  override push(record: unknown, encoding?: BufferEncoding): boolean {
+    if (record === null) return super.push(null, encoding);
+    return super.push({ record, line: this.info.lines, bytes: this.info.bytes }, encoding);
+  }
+}
+
+/** SHA-256 (hex) of a file's bytes: one sequential read, no parsing (~10 ms per 5 MB). */
+export async function fileSha256(path: string): Promise<string> {
+  await inputFileSize(path);
+  const hash = createHash('sha256');
+  try {
+    for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 })) hash.update(chunk as Buffer);
+  } catch (error) {
+    throw asCliError(path, error);
+  }
+  return hash.digest('hex');
+}
+
+/**
  * Stream a credit CSV: a header naming an `address` and a `points` column (any order, any case;
  * other columns ignored), then one row per credit. The bytes are hashed as they stream by, so the
- * file's digest costs no second read. Memory stays at the parser's buffer, whatever the file size.
+ * digest of what was parsed costs no second read. Memory stays at the parser's buffer, whatever
+ * the file size.
  */
 export async function openCreditCsv(path: string): Promise<CreditCsv> {
   const size = await inputFileSize(path);
@@ -105,7 +132,7 @@ export async function openCreditCsv(path: string): Promise<CreditCsv> {
   let digest: string | undefined;
   let bytes = 0;
   async function* rows(): AsyncGenerator<CreditCsvRow> {
-    const source = createReadStream(path);
+    const source = createReadStream(path, { highWaterMark: 1 << 18 });
     source.on('data', (chunk) => {
       hash.update(chunk);
       bytes += chunk.length;
@@ -113,15 +140,21 @@ export async function openCreditCsv(path: string): Promise<CreditCsv> {
     source.on('end', () => {
       digest = hash.digest('hex');
     });
-    const parser = source.pipe(parse({ bom: true, info: true, trim: true, skip_empty_lines: true, relax_column_count: true }));
+    const parser = source.pipe(new NumberedParser({ bom: true, trim: true, skip_empty_lines: true, relax_column_count: true }));
     source.on('error', (error) => parser.destroy(error));
-    let columns: { address: number; points: number } | undefined;
+    let address = -1;
+    let points = -1;
     try {
-      for await (const { record, info } of parser as AsyncIterable<{ record: string[]; info: { lines: number } }>) {
-        if (!columns) {
+      for await (const { record, line, bytes: at } of parser as AsyncIterable<{
+        record: string[];
+        line: number;
+        bytes: number;
+      }>) {
+        if (address < 0) {
           const names = record.map((name) => name.trim().toLowerCase());
-          columns = { address: names.indexOf('address'), points: names.indexOf('points') };
-          if (columns.address < 0 || columns.points < 0) {
+          address = names.indexOf('address');
+          points = names.indexOf('points');
+          if (address < 0 || points < 0) {
             throw new CliError(
               'INVALID_CSV',
               `${path}: the first line must be a header with "address" and "points" columns (got: ${record.join(',').slice(0, 200)})`,
@@ -129,14 +162,14 @@ export async function openCreditCsv(path: string): Promise<CreditCsv> {
           }
           continue;
         }
-        yield { line: info.lines, address: record[columns.address] ?? '', points: record[columns.points] ?? '' };
+        yield { line, address: record[address] ?? '', points: record[points] ?? '', bytes: at };
       }
     } catch (error) {
       throw asCliError(path, error);
     } finally {
       source.destroy();
     }
-    if (!columns) throw new CliError('INVALID_CSV', `${path}: the file is empty; expected a header line "address,points"`);
+    if (address < 0) throw new CliError('INVALID_CSV', `${path}: the file is empty; expected a header line "address,points"`);
   }
   return {
     size,

@@ -70,6 +70,12 @@ export const LOCATION_HEADER: HeaderDoc = {
   schema: { $ref: '#/components/schemas/StatusUrl' },
 };
 
+export const PREFERENCE_APPLIED_HEADER: HeaderDoc = {
+  description:
+    'RFC 7240: `respond-async` when the request asked for it with `Prefer: respond-async` (this 202 came as soon as the batch was queued).',
+  schema: { type: 'string', enum: ['respond-async'] },
+};
+
 export const IDEMPOTENT_REPLAYED_HEADER: HeaderDoc = {
   description:
     'Present, and `true`, when this answer replays an outcome decided earlier for the same Idempotency-Key ' +

@@ -129,11 +129,14 @@ async function runLedger(
     const keysK = lookUp.map((i) => i.key);
 
     // Read, pipelined behind BEGIN. The quest lock is taken first on the server, so the outcome
-    // lookup that follows sees everything committed by the previous holder of the lock.
+    // lookup that follows sees everything committed by the previous holder of the lock. FOR NO KEY
+    // UPDATE, not FOR UPDATE: it serializes ledger transactions on a quest just the same, but does
+    // not block the KEY SHARE lock of inserts that reference the quest (a new batch's row, a 202
+    // marker), so the API can accept the quest's next batch while this one is being applied.
     const [quests, stored, accounts] = await Promise.all([
       tx<QuestRow[]>`
         select id, start_at, end_at, action_status, points_remaining
-        from quests where id = any(${questIds}::int[]) order by id for update`,
+        from quests where id = any(${questIds}::int[]) order by id for no key update`,
       lookUp.length === 0
         ? ([] as StoredRow[])
         : tx<StoredRow[]>`

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import postgres from 'postgres';
 import {
   applyBatchChunk,
@@ -187,6 +187,54 @@ describe('applyRequests', () => {
       { status: string; processed: number }[]
     >`select status, processed from batches where id = 'bat_guard'`;
     expect(b).toEqual({ status: 'completed', processed: 4 });
+  });
+
+  it("a chunk being applied does not hold up inserts that reference its quest (the quest's next batch row)", async () => {
+    const q = await quest({ total: 100 });
+    await db.sql`insert into batches (id, quest_id, owner_id, items_digest, total) values ('bat_held', ${q}, 'own_t', 'd', 1)`;
+    const holder = postgres(db.url, { max: 1, onnotice: () => {} });
+    const other = postgres(db.url, { max: 1, onnotice: () => {}, connection: { lock_timeout: 5000 } });
+    let release!: () => void;
+    const released = new Promise<void>((r) => {
+      release = r;
+    });
+    let locked!: () => void;
+    const isLocked = new Promise<void>((r) => {
+      locked = r;
+    });
+    try {
+      // Hold the batch's row: the chunk's transaction takes the quest lock, then waits at its progress update.
+      const held = holder.begin(async (tx) => {
+        await tx`select 1 from batches where id = 'bat_held' for update`;
+        locked();
+        await released;
+      });
+      await isLocked;
+      const chunk = applyBatchChunk(db.sql, {
+        batchId: 'bat_held',
+        start: 0,
+        items: [{ ...item(q, 5, addr(60), 'bat_held:0'), batchId: 'bat_held', itemIndex: 0 }],
+      });
+      await vi.waitFor(
+        async () => {
+          const [w] = await db.sql<{ n: number }[]>`
+            select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`;
+          expect(w!.n).toBe(1);
+        },
+        { timeout: 10_000, interval: 20 },
+      );
+      // A new batch of the same quest: its foreign key takes KEY SHARE on the quest row, which the
+      // ledger's FOR NO KEY UPDATE allows (FOR UPDATE made it wait for the whole chunk).
+      await other`insert into batches (id, quest_id, owner_id, items_digest, total) values ('bat_next', ${q}, 'own_t', 'd', 1)`;
+      release();
+      await held;
+      await chunk;
+      expect(await ledgerState(q)).toMatchObject({ points_remaining: 95, payouts: 1 });
+    } finally {
+      release();
+      await holder.end();
+      await other.end();
+    }
   });
 
   it('pipelinedTransaction applies nothing when any statement fails, and frees its connection', async () => {

@@ -33,6 +33,7 @@ import {
   errorResponses,
   IDEMPOTENT_REPLAYED_HEADER,
   LOCATION_HEADER,
+  PREFERENCE_APPLIED_HEADER,
 } from '../openapi.ts';
 import { countAllocation, countBatchItems } from '../metrics.ts';
 import { IdempotencyGuard } from '../idempotency-guard.ts';
@@ -53,6 +54,16 @@ const idempotencyHeaders = z.object({
   }),
   'x-api-key': z.string().optional().meta({ description: 'API key of the quest owner (sk_…).' }),
 });
+/** RFC 7240 `Prefer: respond-async` on a batch POST: answer 202 once the batch is queued, without waiting for it. */
+const batchHeaders = idempotencyHeaders.extend({
+  prefer: z.string().max(200).optional().meta({
+    example: 'respond-async',
+    description:
+      "Optional. `respond-async`: answer 202 as soon as the batch is queued (its place in the quest's order is then fixed) instead of waiting up to BATCH_WAIT_MS; the answer carries `Preference-Applied: respond-async`. A client keeping several batches of one quest in flight in order sends each after the previous one was answered.",
+  }),
+});
+const respondAsync = (prefer: string | undefined) =>
+  prefer?.split(',').some((p) => p.trim().toLowerCase() === 'respond-async') === true;
 const points = z
   .number()
   .int()
@@ -190,6 +201,10 @@ function batchDigest(items: readonly { address: string; points: number }[]): str
   for (const i of items) h.update(`${i.address}:${i.points};`);
   return h.digest('hex');
 }
+
+/** IDEMPOTENCY_KEY_REUSED for a batch, telling the size of the batch stored under the key (a client re-cutting a file can name it). */
+const keyReused = (stored: BatchRow | undefined) =>
+  new DomainError('IDEMPOTENCY_KEY_REUSED', undefined, stored ? { total: stored.total } : undefined);
 
 function batchSummary(row: BatchRow) {
   return {
@@ -403,7 +418,7 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
         tags: ['batches'],
         security: [{ apiKey: [] }],
         params: questParams,
-        headers: idempotencyHeaders,
+        headers: batchHeaders,
         body: batchBody,
         response: {
           200: documented(batchResponse, {
@@ -447,13 +462,17 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
                 completed_at: null,
               },
             },
-            headers: { Location: LOCATION_HEADER, 'Idempotent-Replayed': IDEMPOTENT_REPLAYED_HEADER },
+            headers: {
+              Location: LOCATION_HEADER,
+              'Idempotent-Replayed': IDEMPOTENT_REPLAYED_HEADER,
+              'Preference-Applied': PREFERENCE_APPLIED_HEADER,
+            },
           }),
           ...errorResponses({
             400: {
               description:
                 'VALIDATION_FAILED (a malformed item is named by its index in details; UNSUPPORTED_MEDIA_TYPE for a body that is not JSON; ' +
-                'PAYLOAD_TOO_LARGE beyond BATCH_BODY_LIMIT_BYTES), BATCH_TOO_LARGE, IDEMPOTENCY_KEY_REUSED, or QUESTS_DISABLED.',
+                'PAYLOAD_TOO_LARGE beyond BATCH_BODY_LIMIT_BYTES), BATCH_TOO_LARGE, IDEMPOTENCY_KEY_REUSED (details: `total`, the item count of the batch stored under the key, when known), or QUESTS_DISABLED.',
               codes: [
                 validationExample('allocations.3.address', 'must be 0x followed by 40 hexadecimal digits'),
                 'UNSUPPORTED_MEDIA_TYPE',
@@ -499,7 +518,14 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
       const idem = request.headers['idempotency-key'];
       const batchId = idem ? idempotentRequestKey(ownerId, questId, idem, 'bat') : newId('bat');
       const digest = batchDigest(items);
-      if (idem && idempotency) await idempotency.claim(batchId, digest);
+      if (idem && idempotency) {
+        try {
+          await idempotency.claim(batchId, digest);
+        } catch (error) {
+          if (!(error instanceof DomainError && error.code === 'IDEMPOTENCY_KEY_REUSED')) throw error;
+          throw keyReused(await getBatch(sql, questId, batchId));
+        }
+      }
       const { row, created } = await createOrGetBatch(sql, {
         id: batchId,
         questId,
@@ -508,7 +534,7 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
         addresses: items.map((i) => i.address),
         points: items.map((i) => i.points),
       });
-      if (row.items_digest !== digest) throw new DomainError('IDEMPOTENCY_KEY_REUSED');
+      if (row.items_digest !== digest) throw keyReused(row);
       // An earlier request with this Idempotency-Key created the batch: this answer reports it.
       if (!created) reply.header('idempotent-replayed', 'true');
 
@@ -516,7 +542,9 @@ export const allocationRoutes: FastifyPluginAsyncZod<AllocationRoutesOptions> = 
       let current: BatchRow | undefined;
       if (!final) {
         // A failed batch resumes from its last committed chunk; concurrent retries share one job.
-        const run = await allocator.runBatch({ batchId, questId }, { waitMs: config.BATCH_WAIT_MS });
+        const async = respondAsync(request.headers.prefer);
+        if (async) reply.header('preference-applied', 'respond-async');
+        const run = await allocator.runBatch({ batchId, questId }, { waitMs: async ? 0 : config.BATCH_WAIT_MS });
         current = await getBatch(sql, questId, batchId);
         // Without a reply (it timed out, was lost, or another request's job carried the batch),
         // the row is the truth: completed is final. A failed row may be the previous attempt's,

@@ -5,19 +5,11 @@ import { InvalidArgumentError } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CliError } from '../context.ts';
 import { type CreditCsvRow, openCreditCsv } from '../csv.ts';
-import {
-  backoffMs,
-  batchIdempotencyKey,
-  checkCreditRow,
-  formatDuration,
-  itemIndexFromDetails,
-  MAX_BATCH_SIZE,
-  mergeByLine,
-  type PlannedBatch,
-  parseBaseUrl,
-  parseBatchSize,
-  planBatches,
-} from './credit.ts';
+import { backoffMs, itemIndexFromDetails } from './api.ts';
+import { MAX_BATCH_SIZE, parseBaseUrl, parseBatchSize } from './options.ts';
+import { batchIdempotencyKey, type PlannedBatch, planBatches } from './plan.ts';
+import { formatDuration } from './progress.ts';
+import { checkCreditRow, mergeByLine } from './rows.ts';
 
 const A = `0x${'ab'.repeat(20)}`;
 const B = `0x${'CD'.repeat(20)}`;
@@ -185,9 +177,13 @@ describe('openCreditCsv', () => {
     const path = await file('a.csv', content);
     const { rows, sha256, bytes, size } = await read(path);
     expect(rows).toEqual([
-      { line: 2, address: A, points: '5' },
-      { line: 4, address: B, points: '7' },
+      { line: 2, address: A, points: '5', bytes: expect.any(Number) },
+      { line: 4, address: B, points: '7', bytes: expect.any(Number) },
     ]);
+    // Each row's byte position is where it ends in the file, so progress by bytes reaches the size.
+    expect(rows[0]!.bytes).toBeGreaterThan(content.indexOf('x,5'));
+    expect(rows[0]!.bytes).toBeLessThanOrEqual(content.indexOf('"y, z"'));
+    expect(rows[1]!.bytes).toBeLessThanOrEqual(Buffer.byteLength(content));
     const { createHash } = await import('node:crypto');
     expect(sha256).toBe(createHash('sha256').update(Buffer.from(content)).digest('hex'));
     expect(bytes).toBe(size);
