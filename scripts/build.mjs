@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Bundle the deployable processes (api, worker) into one ESM file each, with esbuild.
+// Bundle the deployable processes (api, worker) and the operator CLI into one ESM file each, with esbuild.
 //
 // Only this repository's TypeScript (@quest/* workspaces and the app itself) goes into the bundle;
 // third-party packages stay external and load from node_modules as usual, because some of them
@@ -7,6 +7,8 @@
 // with plain `node` instead of through tsx's run-time transpiler saves about 70 MB of RSS per
 // process and most of the start-up time. Development and tests still run the TypeScript directly.
 import { build } from 'esbuild';
+import { mkdir, rename, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -26,14 +28,16 @@ const targets = [
   { entry: 'apps/worker/src/main.ts', out: 'apps/worker/dist/main.mjs' },
   // The container healthcheck of a worker: plain node, no tsx, so it starts in a few milliseconds.
   { entry: 'apps/worker/src/healthcheck.ts', out: 'apps/worker/dist/healthcheck.mjs' },
+  // quest-admin: bin/quest-admin.js runs this bundle while it is newer than the sources (else tsx).
+  { entry: 'apps/admin/src/cli.ts', out: 'apps/admin/dist/cli.mjs' },
 ];
 
 const only = process.argv.slice(2);
 await Promise.all(
   targets
     .filter((t) => only.length === 0 || only.some((o) => t.entry.includes(o)))
-    .map((t) =>
-      build({
+    .map(async (t) => {
+      const result = await build({
         absWorkingDir: root,
         entryPoints: [t.entry],
         outfile: t.out,
@@ -44,6 +48,15 @@ await Promise.all(
         sourcemap: true,
         logLevel: 'warning',
         plugins: [thirdPartyExternal],
-      }),
-    ),
+        write: false,
+      });
+      // Each file appears whole (written aside, then renamed): a quest-admin started meanwhile
+      // runs either the previous bundle or this one, never a half-written file.
+      for (const file of result.outputFiles) {
+        await mkdir(dirname(file.path), { recursive: true });
+        const tmp = `${file.path}.${process.pid}.tmp`;
+        await writeFile(tmp, file.contents);
+        await rename(tmp, file.path);
+      }
+    }),
 );

@@ -1,6 +1,8 @@
 import { execFile } from 'node:child_process';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { adminSourceDirs, bundleIsFresh } from '../../apps/admin/bin/fresh.js';
 import { post, REPO_ROOT, type ServiceProcess, type System, seed, startProcess, startSystem, testAddress } from '@quest/testing';
 
 /**
@@ -28,7 +30,7 @@ afterAll(async () => {
   await system?.stop();
 });
 
-describe('the bundled api and worker', () => {
+describe('the bundled api, worker and quest-admin', () => {
   it('migrate, serve, allocate and shut down gracefully', async () => {
     const { apiKey, questIds, accounts } = await seed(system, { quests: 1, total: 50 });
     const ok = await post(
@@ -48,6 +50,10 @@ describe('the bundled api and worker', () => {
     expect(unknown.body.code).toBe('ACCOUNT_NOT_FOUND');
     const docs = await fetch(`${system.baseUrl}/docs/static/index.html`);
     expect(docs.status).toBe(200);
+    // quest-admin's launcher runs the fresh bundle (dist/cli.mjs) rather than the TypeScript.
+    const cli = await promisify(execFile)(process.execPath, ['apps/admin/bin/quest-admin.js', '--version'], { cwd: REPO_ROOT });
+    expect(cli.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
+    expect(bundleIsFresh(join(REPO_ROOT, 'apps/admin/dist/cli.mjs'), adminSourceDirs(REPO_ROOT))).toBe(true);
     expect(await bundledWorker!.stop('SIGTERM')).toBe(0);
     expect(await system.api.stop('SIGTERM')).toBe(0);
   });

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { Command, CommanderError, Help, InvalidArgumentError, type Option } from 'commander';
 import { FEATURES, MAX_LIST_LIMIT } from '@quest/db';
 import {
@@ -26,8 +26,11 @@ import { campaignCreate, questAction, questCreate } from './commands/quests.ts';
 import { statusCommand } from './commands/status.ts';
 import type { CommandOutput, Context } from './context.ts';
 
-/** The CLI's version: the version of this package (see CHANGELOG.md). */
-export const VERSION: string = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version;
+/**
+ * The CLI's version: the version of this package (see CHANGELOG.md). Resolved by package name, so
+ * the TypeScript, the bundle in dist/ and a bundle anywhere else in the repository all find it.
+ */
+export const VERSION: string = (createRequire(import.meta.url)('@quest/admin/package.json') as { version: string }).version;
 
 /** Help lists every option with "(required)" after the ones that must be given. */
 function optionDescription(this: Help, option: Option): string {

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type AuditReport, audit, createSql, importAccounts, type Sql } from '@quest/db';
 import { REPO_ROOT } from './infra.ts';
+import { adminEntry } from './procs.ts';
 import { type BaseCtx, cpuNote, finish, measured, type ScenarioOutput, type Verdict } from './scenarios.ts';
 import { seedQuests } from './seed.ts';
 import { groupThousands } from './stats.ts';
@@ -13,7 +14,8 @@ import { groupThousands } from './stats.ts';
  * admin: the operator CLI against the database, no service running.
  *
  * - `quest-admin account import --file <100,000 rows> --json`, the real CLI process as an operator
- *   runs it (apps/admin/bin/quest-admin.js, through tsx), timed from spawn to exit; its limit is
+ *   runs it (bundled as `npm run build` bundles it; --runtime tsx: apps/admin/bin/quest-admin.js
+ *   through tsx), timed from spawn to exit; its limit is
  *   the same `importAccounts` the CLI calls, in this process over the same number of addresses
  *   (no process start, no CSV parsing). Goal: 100,000 rows in < 10 s.
  * - `quest-admin audit --json` over 1,000,000 payouts (written first with set-based SQL: 100
@@ -41,7 +43,7 @@ interface CliRun {
 
 function runAdminCli(args: string[], databaseUrl: string): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['apps/admin/bin/quest-admin.js', ...args], {
+    const child = spawn(process.execPath, [adminEntry(), ...args], {
       cwd: REPO_ROOT,
       env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: databaseUrl },
       stdio: ['ignore', 'pipe', 'pipe'],

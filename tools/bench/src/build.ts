@@ -1,6 +1,6 @@
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
-import { build } from 'esbuild';
+import { mkdirSync, rmSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { build, type Plugin } from 'esbuild';
 import { REPO_ROOT } from './infra.ts';
 
 /**
@@ -16,7 +16,19 @@ export interface Bundle {
   worker: string;
   /** The reference service (reference-server.ts), bundled the same way so runtimes compare fairly. */
   reference: string;
+  /** quest-admin, bundled as `npm run build` bundles it into apps/admin/dist. */
+  admin: string;
 }
+
+const externalThirdParty: Plugin = {
+  name: 'external-third-party',
+  setup(b) {
+    // Bare specifiers that are not our workspace packages stay external.
+    b.onResolve({ filter: /^[^./]/ }, (args) =>
+      args.path.startsWith('@quest/') ? undefined : { path: args.path, external: true },
+    );
+  },
+};
 
 export async function bundleServices(outDir: string): Promise<Bundle> {
   const bin = join(outDir, 'bin');
@@ -35,17 +47,28 @@ export async function bundleServices(outDir: string): Promise<Bundle> {
     target: 'node20',
     sourcemap: false,
     logLevel: 'warning',
-    plugins: [
-      {
-        name: 'external-third-party',
-        setup(b) {
-          // Bare specifiers that are not our workspace packages stay external.
-          b.onResolve({ filter: /^[^./]/ }, (args) =>
-            args.path.startsWith('@quest/') ? undefined : { path: args.path, external: true },
-          );
-        },
-      },
-    ],
+    plugins: [externalThirdParty],
   });
-  return { api: join(bin, 'api.mjs'), worker: join(bin, 'worker.mjs'), reference: join(bin, 'reference.mjs') };
+  // quest-admin resolves its third-party packages from apps/admin/node_modules (its commander is
+  // newer than the one hoisted to the root), so its bundle must live under apps/admin, as
+  // apps/admin/dist/cli.mjs does; a name of its own keeps it apart from `npm run build`'s.
+  const admin = join(REPO_ROOT, 'apps/admin/dist', `bench-${basename(outDir)}.mjs`);
+  process.once('exit', () => rmSync(admin, { force: true }));
+  await build({
+    entryPoints: [join(REPO_ROOT, 'apps/admin/src/cli.ts')],
+    outfile: admin,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    sourcemap: false,
+    logLevel: 'warning',
+    plugins: [externalThirdParty],
+  });
+  return {
+    api: join(bin, 'api.mjs'),
+    worker: join(bin, 'worker.mjs'),
+    reference: join(bin, 'reference.mjs'),
+    admin,
+  };
 }

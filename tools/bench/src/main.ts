@@ -219,10 +219,10 @@ async function main() {
     windows: [],
     quietBudget: { remainingS: cfg.quick ? 20 : 420 },
   };
-  if (opts.runtime === 'bundle' && [...selected].some((name) => name !== 'admin')) {
+  if (opts.runtime === 'bundle') {
     const dir = join(opts.out, `build-${tag}`);
     useEntries(await bundleServices(dir));
-    log(`bundled the API and worker into ${dir}`);
+    log(`bundled the API, the worker and quest-admin into ${dir}`);
   }
   // Scenarios of the shared service need it running; admin (the CLI against the database) and
   // api-scale (processes of its own on a Redis of its own) do not.

@@ -48,12 +48,18 @@ const entries = {
   api: 'apps/api/src/server.ts',
   worker: 'apps/worker/src/main.ts',
   reference: 'tools/bench/src/reference-server.ts',
+  /** quest-admin: its launcher (the TypeScript through tsx unless apps/admin/dist is fresh). */
+  admin: 'apps/admin/bin/quest-admin.js',
 };
-export function useEntries(e: { api: string; worker: string; reference: string }) {
+export function useEntries(e: { api: string; worker: string; reference: string; admin: string }) {
   entries.api = e.api;
   entries.worker = e.worker;
   entries.reference = e.reference;
+  entries.admin = e.admin;
 }
+
+/** The quest-admin entry the CLI scenarios run (relative to the repository root, or absolute). */
+export const adminEntry = () => entries.admin;
 
 /** Every child still running (for the Ctrl-C / failure path). */
 export function liveServices(): Service[] {

@@ -3,6 +3,7 @@ import type { Sql } from '@quest/db';
 import { partitionQueueName } from '@quest/queue';
 import { type AuditResult, auditLedger, type CreditCheck, checkCredits, waitForDrain } from './audit.ts';
 import { type BatchHttpResult, runBatchesHttp } from './batch-http.ts';
+import { type CreditCliResult, runCreditCli } from './credit-cli.ts';
 import { type DirectResult, directBatches, directCoalesced, directSingle } from './direct.ts';
 import { type LoadResult, runLoad } from './http-load.ts';
 import type { BenchInfra } from './infra.ts';
@@ -20,7 +21,7 @@ import {
 import os from 'node:os';
 import type { Window } from './profile.ts';
 import { type Owner, seedQuests } from './seed.ts';
-import { formatValue, type Row, rng } from './stats.ts';
+import { formatValue, groupThousands, type Row, rng } from './stats.ts';
 
 export const SCENARIOS = ['latency', 'throughput', 'hot', 'batch', 'scale', 'memory', 'api-scale', 'admin'] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
@@ -289,6 +290,19 @@ async function verifyDirect(ctx: Ctx, questIds: number[], d: DirectResult): Prom
   if (d.notCompleted) reasons.push(`limit: ${d.notCompleted} items not completed`);
   if (!credits.ok) reasons.push(`limit: credits mismatch ${JSON.stringify({ ...credits, ok: undefined })}`);
   return { ok: reasons.length === 0, reasons, credits };
+}
+
+/** The CLI run: exit 0, every row newly credited once, the quest's payouts exactly those rows. */
+async function verifyCreditCli(ctx: Ctx, questId: number, rows: number, r: CreditCliResult): Promise<Verdict> {
+  const reasons: string[] = [];
+  if (r.code !== 0) reasons.push(`quest-admin credit exited ${r.code}: ${r.stderr.slice(0, 300)}`);
+  const s = r.summary;
+  if (s?.total !== rows || s.credited !== rows || s.failed !== 0 || s.replayed !== 0)
+    reasons.push(`quest-admin credit summary ${JSON.stringify(s)}; expected ${rows} rows newly credited`);
+  const [{ n, paid } = { n: 0, paid: 0 }] = await ctx.infra.sql<{ n: number; paid: number }[]>`
+    select count(*)::int as n, count(distinct account_id)::int as paid from payouts where quest_id = ${questId}`;
+  if (n !== rows || paid !== rows) reasons.push(`quest-admin credit: ${n} payouts to ${paid} accounts, expected ${rows}`);
+  return { ok: reasons.length === 0, reasons };
 }
 
 async function verifyBatch(ctx: Ctx, questId: number, b: BatchHttpResult): Promise<Verdict> {
@@ -764,7 +778,7 @@ export async function batchScenario(ctx: Ctx): Promise<ScenarioOutput> {
   const { cfg, infra, owner } = ctx;
   const addresses = ctx.accounts.slice(0, cfg.batchItems);
   const nBatches = Math.ceil(cfg.batchItems / cfg.batchSize);
-  const [qConc, qSeq, qLimit] = await seedQuests(infra.sql, owner.ownerId, 3, 'batch');
+  const [qConc, qSeq, qLimit, qCli] = await seedQuests(infra.sql, owner.ownerId, 4, 'batch');
   const verdicts: Verdict[] = [];
 
   ctx.log(`batch: ${cfg.batchItems} credits as ${nBatches} × ${cfg.batchSize}, ${cfg.batchConcurrency} in flight`);
@@ -793,6 +807,15 @@ export async function batchScenario(ctx: Ctx): Promise<ScenarioOutput> {
   );
   verdicts.push(await verifyBatch(ctx, qSeq!, seq));
 
+  ctx.log(`batch: quest-admin credit of ${groupThousands(addresses.length)} rows (the CLI process, spawn to exit)`);
+  const { result: cli, cpu: cliCpu } = await measured(
+    ctx,
+    'batch CLI (service)',
+    () => runCreditCli({ baseUrl: ctx.api.baseUrl, apiKey: owner.apiKey, questId: qCli!, addresses }),
+    { sampleEveryMs: 50 },
+  );
+  verdicts.push(await verifyCreditCli(ctx, qCli!, addresses.length, cli));
+
   ctx.log(`batch: limit, processBatch-style chunks of ${cfg.chunkSize} through applyAllocations`);
   const { result: direct, cpu: limitCpu } = await withLimitPool(ctx, 1, (sql) =>
     measured(ctx, 'batch (limit)', () =>
@@ -816,6 +839,19 @@ export async function batchScenario(ctx: Ctx): Promise<ScenarioOutput> {
       { metric: `credits/s, ${cfg.batchConcurrency} batches in flight`, unit: '/s', service: conc.rate, limit: direct.rate },
       { metric: 'credits/s, sequential', unit: '/s', service: seq.rate, limit: direct.rate },
       {
+        metric: `quest-admin credit, ${groupThousands(addresses.length)} rows (CLI, spawn to exit)`,
+        unit: '/s',
+        service: cli.rate,
+        limit: direct.rate,
+      },
+      {
+        metric: 'quest-admin credit ÷ batches in flight',
+        unit: 'x',
+        service: cli.rate / conc.rate,
+        limit: undefined,
+      },
+      { metric: 'quest-admin credit peak RSS (goal ≤ 200 MB)', unit: 'MB', service: cli.peakRssMb ?? null, limit: undefined },
+      {
         metric: 'end-to-end time, in flight / sequential',
         unit: 'text',
         service: `${conc.elapsedS.toFixed(2)} s / ${seq.elapsedS.toFixed(2)} s`,
@@ -825,12 +861,15 @@ export async function batchScenario(ctx: Ctx): Promise<ScenarioOutput> {
     {
       concurrent: { ...lean(conc), cpu: concCpu },
       sequential: { ...lean(seq), cpu: seqCpu },
+      cli: { ...cli, stderr: cli.stderr.slice(0, 2000), cpu: cliCpu },
       limit: { ...lean(direct), cpu: limitCpu },
     },
     [
       `batch: in flight ${conc.answered200} × 200 + ${conc.answered202} × 202, per batch ${p(conc.batchMs)}; sequential ${seq.answered200} × 200 + ${seq.answered202} × 202, per batch ${p(seq.batchMs)}; limit ${direct.transactions} chunk tx, chunk p50 ${formatValue(direct.latency.p50, 'ms')}`,
       cpuNote('batch in flight (service)', conc.elapsedS, concCpu, conc.succeeded),
       cpuNote('batch sequential (service)', seq.elapsedS, seqCpu, seq.succeeded),
+      `batch CLI: ${cli.elapsedS.toFixed(2)} s spawn to exit, peak RSS ${cli.peakRssMb === undefined ? 'n/a' : `${Math.round(cli.peakRssMb)} MB`}`,
+      cpuNote('batch CLI (service)', cli.elapsedS, cliCpu, cli.summary?.credited ?? 0),
       cpuNote('batch (limit)', direct.elapsedS, limitCpu, direct.completed),
     ],
   );

@@ -1,0 +1,3 @@
+export function newestSource(dirs: readonly string[]): number;
+export function bundleIsFresh(bundle: string, dirs: readonly string[]): boolean;
+export function adminSourceDirs(root: string): string[];
