@@ -156,6 +156,35 @@ describe('POST /quests/:questId/batches', () => {
     expect((await get(system, `/quests/${q}/batches/${id}`)).status).toBe(401);
   });
 
+  test('pages of results tile the whole answer, payouts and rejections interleaved', async ({
+    system,
+    database,
+    owner,
+    quest,
+  }) => {
+    const auth = { 'x-api-key': owner.apiKey };
+    const accounts = await createAccounts(database.sql, 20);
+    // Every third item names an address with no account: a rejection between payouts.
+    const items = Array.from({ length: 30 }, (_, i) => ({
+      address: i % 3 === 1 ? testAddress(0x5000 + i) : accounts[i % 20]!,
+      points: 1 + i,
+    }));
+    const res = await batch(system, quest, items, auth);
+    expect(res.status).toBe(200);
+    const all = res.body.batch.results;
+    expect(all.map((r: any) => r.status)).toEqual(items.map((_, i) => (i % 3 === 1 ? 'rejected' : 'completed')));
+    const id = res.body.batch.id;
+    const page = async (q: string) => (await get(system, `/quests/${quest}/batches/${id}?${q}`, auth)).body.batch.results;
+    for (const size of [1, 4, 7]) {
+      const tiles: unknown[] = [];
+      for (let offset = 0; offset < items.length; offset += size) tiles.push(...(await page(`limit=${size}&offset=${offset}`)));
+      expect(tiles).toEqual(all);
+    }
+    expect(await page('limit=5&offset=28')).toEqual(all.slice(28));
+    expect(await page('limit=5&offset=30')).toEqual([]);
+    expect(await page('offset=1000')).toEqual([]);
+  });
+
   test('with an Idempotency-Key: a repeat credits nothing twice; different items → IDEMPOTENCY_KEY_REUSED', async ({
     system,
     database,

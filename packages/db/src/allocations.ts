@@ -237,7 +237,14 @@ export type BatchItemResult =
   | { index: number; status: 'completed'; payout: { id: string; amount: number; created_at: string; account: { pass: string } } }
   | { index: number; status: 'rejected'; address: string; points: number; code: string };
 
-/** A window of a batch's per-item results, in item order. */
+/**
+ * A window of a batch's per-item results, in item order: `limit` results from item `offset` on.
+ * Every decided item has exactly one outcome row (a payout or a rejection), and items are decided
+ * in index order, so the decided indexes are 0..processed-1 without a gap and "skip `offset`
+ * results" is "start at index `offset`". Each side is read from its (batch_id, item_index) index
+ * from there, at most `limit` rows: a page costs its own size, not the batch's (an OFFSET over the
+ * union read, joined and sorted the whole batch for every page).
+ */
 export async function getBatchResults(sql: Sql, batchId: string, limit: number, offset: number): Promise<BatchItemResult[]> {
   const rows = await sql<
     {
@@ -251,12 +258,14 @@ export async function getBatchResults(sql: Sql, batchId: string, limit: number, 
     }[]
   >`
     select * from (
-      select p.item_index, 'p' as kind, p.id, p.amount, p.created_at, a.pass_address as address, null as code
-      from payouts p join accounts a on a.id = p.account_id where p.batch_id = ${batchId}
+      (select p.item_index, 'p' as kind, p.id, p.amount, p.created_at, a.pass_address as address, null as code
+       from payouts p join accounts a on a.id = p.account_id
+       where p.batch_id = ${batchId} and p.item_index >= ${offset} order by p.item_index limit ${limit})
       union all
-      select r.item_index, 'r', null, r.points, r.created_at, r.address, r.error_code
-      from allocation_rejections r where r.batch_id = ${batchId}
-    ) x order by item_index limit ${limit} offset ${offset}`;
+      (select r.item_index, 'r', null, r.points, r.created_at, r.address, r.error_code
+       from allocation_rejections r
+       where r.batch_id = ${batchId} and r.item_index >= ${offset} order by r.item_index limit ${limit})
+    ) x order by item_index limit ${limit}`;
   return rows.map((r) =>
     r.kind === 'p'
       ? {
