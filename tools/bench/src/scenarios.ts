@@ -13,6 +13,9 @@ import {
   type CpuSnapshot,
   cpuDelta,
   cpuSnapshot,
+  ioDelta,
+  ioSnapshot,
+  redisCommandCounts,
   otherCpu,
   type Service,
   sampleRss,
@@ -171,7 +174,15 @@ export async function measured<T>(
   label: string,
   fn: () => Promise<T>,
   opts: { sampleEveryMs?: number } = {},
-): Promise<{ result: T; cpu: Record<string, number>; wallS: number }> {
+): Promise<{
+  result: T;
+  cpu: Record<string, number>;
+  wallS: number;
+  /** I/O system calls by role over the run (see ioSnapshot). */
+  io: Record<string, { reads: number; writes: number }>;
+  /** Commands Redis executed over the run (the whole server: the service and its background work). */
+  redis: { commands: number; scripts: number } | undefined;
+}> {
   // Same starting state for the service and its limit: the runs before left dead row versions
   // (quest and account updates) that would otherwise be pruned or vacuumed during this one.
   await ctx.infra.sql`vacuum (analyze) quests, accounts, payouts, allocation_rejections, batches`;
@@ -181,6 +192,8 @@ export async function measured<T>(
     ctx.log(`${label}: waited ${q.waitedS.toFixed(0)} s for the machine to quieten (busy ${Math.round(q.busy * 100)}%)`);
   if (q.busy >= 0.2) ctx.disturbances.push(`${label}: machine ${Math.round(q.busy * 100)}% busy with other work before the run`);
   const services = ctx.services();
+  const redisBefore = await redisCommandCounts(ctx.infra.redis);
+  const ioBefore = ioSnapshot(services);
   const before = cpuSnapshot(services);
   const t0 = Date.now();
   const fromUs = Number(process.hrtime.bigint() / 1000n);
@@ -203,6 +216,12 @@ export async function measured<T>(
   ctx.windows.push({ label, fromUs, toUs: Number(process.hrtime.bigint() / 1000n) });
   const wallS = (Date.now() - t0) / 1000;
   let after = cpuSnapshot(services);
+  const io = ioDelta(ioBefore, ioSnapshot(services));
+  const redisAfter = await redisCommandCounts(ctx.infra.redis);
+  const redis =
+    redisBefore && redisAfter
+      ? { commands: redisAfter.commands - redisBefore.commands, scripts: redisAfter.scripts - redisBefore.scripts }
+      : undefined;
   if (sampler) {
     remember(after);
     after = new Map(lastSeen);
@@ -217,7 +236,7 @@ export async function measured<T>(
     ctx.disturbances.push(msg);
     ctx.log(`WARNING ${msg}`);
   }
-  return { result, cpu, wallS };
+  return { result, cpu, wallS, io, redis };
 }
 
 /**
@@ -356,7 +375,12 @@ export async function latencyScenario(ctx: Ctx): Promise<ScenarioOutput> {
   const r = rng(1);
   const pickAccount = () => ctx.accounts[Math.floor(r() * cfg.accountPool)]!;
   ctx.log(`latency: ${n} sequential POSTs, 1 connection`);
-  const { result: load, cpu: svcCpu } = await measured(ctx, 'latency (service)', () =>
+  const {
+    result: load,
+    cpu: svcCpu,
+    io: svcIo,
+    redis: svcRedis,
+  } = await measured(ctx, 'latency (service)', () =>
     runLoad({
       baseUrl: ctx.api.baseUrl,
       apiKey: owner.apiKey,
@@ -398,19 +422,50 @@ export async function latencyScenario(ctx: Ctx): Promise<ScenarioOutput> {
         limit: cpuPerCredit(limitCpu, direct.completed, 'limit'),
         reference: ref ? cpuPerCredit(ref.cpu, ref.load.ok200, 'reference') : undefined,
       },
+      {
+        metric: 'I/O system calls per allocation (API + workers)',
+        unit: 'per',
+        service: perCredit(ioCalls(svcIo, ['api', 'workers']), load.ok200),
+        limit: undefined,
+        reference: ref ? perCredit(ioCalls(ref.io, ['reference']), ref.load.ok200) : undefined,
+      },
+      {
+        metric: 'Redis commands per allocation (of which Lua scripts)',
+        unit: 'text',
+        service: svcRedis
+          ? `${(svcRedis.commands / Math.max(1, load.ok200)).toFixed(1)} (${(svcRedis.scripts / Math.max(1, load.ok200)).toFixed(1)})`
+          : null,
+        limit: undefined,
+      },
     ],
     {
-      service: { ...lean(load), cpu: svcCpu },
+      service: { ...lean(load), cpu: svcCpu, io: svcIo, redis: svcRedis },
       limit: { ...lean(direct), cpu: limitCpu },
-      reference: ref && { ...lean(ref.load), cpu: ref.cpu },
+      reference: ref && { ...lean(ref.load), cpu: ref.cpu, io: ref.io },
     },
     [
+      `latency: I/O system calls per allocation (reads + writes): ${ioNote(svcIo, load.ok200)}${ref ? `; reference ${ioNote(ref.io, ref.load.ok200)}` : ''}`,
       `latency: ${load.ok200} × 200, ${load.accepted202} × 202; max ${formatValue(load.latency.max, 'ms')} (limit max ${formatValue(direct.latency.max, 'ms')})`,
       cpuNote('latency (service)', load.elapsedS, svcCpu, load.ok200),
       cpuNote('latency (limit)', direct.elapsedS, limitCpu, direct.completed),
       ...(ref ? [cpuNote('latency (reference)', ref.load.elapsedS, ref.cpu, ref.load.ok200)] : []),
     ],
   );
+}
+
+/** Reads + writes of the given roles. */
+function ioCalls(io: Record<string, { reads: number; writes: number }>, roles: readonly string[]): number {
+  return roles.reduce((t, r) => t + (io[r]?.reads ?? 0) + (io[r]?.writes ?? 0), 0);
+}
+
+const perCredit = (n: number, credits: number) => (credits ? n / credits : null);
+
+/** "api 2.1 + 2.0, workers 7.0 + 6.1, redis-server …" per credit. */
+function ioNote(io: Record<string, { reads: number; writes: number }>, credits: number): string {
+  return Object.entries(io)
+    .filter(([, v]) => (v.reads + v.writes) / credits >= 0.05)
+    .map(([role, v]) => `${role} ${(v.reads / credits).toFixed(1)} + ${(v.writes / credits).toFixed(1)}`)
+    .join(', ');
 }
 
 /**
@@ -447,7 +502,15 @@ async function referenceRun(
   ctx: Ctx,
   label: string,
   opts: { connections: number; quests: number; seed: number; amount?: number; durationS?: number },
-): Promise<{ load: LoadResult; cpu: Record<string, number>; verdict: Verdict } | undefined> {
+): Promise<
+  | {
+      load: LoadResult;
+      cpu: Record<string, number>;
+      io: Record<string, { reads: number; writes: number }>;
+      verdict: Verdict;
+    }
+  | undefined
+> {
   const reference = ctx.reference;
   if (!reference) return undefined;
   const quests = await seedQuests(ctx.infra.sql, ctx.owner.ownerId, opts.quests, `${label}-reference`);
@@ -457,7 +520,11 @@ async function referenceRun(
     address: ctx.accounts[Math.floor(r() * ctx.cfg.accountPool)]!,
   });
   ctx.log(`${label}: reference service, ${opts.connections} connection${opts.connections > 1 ? 's' : ''}`);
-  const { result: load, cpu } = await measured(ctx, `${label} (reference)`, () =>
+  const {
+    result: load,
+    cpu,
+    io,
+  } = await measured(ctx, `${label} (reference)`, () =>
     runLoad({
       baseUrl: reference.baseUrl,
       apiKey: ctx.owner.apiKey,
@@ -466,7 +533,7 @@ async function referenceRun(
       pick,
     }),
   );
-  return { load, cpu, verdict: await verifyLoad(ctx, quests, load) };
+  return { load, cpu, io, verdict: await verifyLoad(ctx, quests, load) };
 }
 
 // ───────────────────── 2. throughput (+ 6. memory) / 5. scale ─────────────────────

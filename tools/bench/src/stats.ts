@@ -36,7 +36,7 @@ export function summarize(samples: readonly number[]): LatencySummary {
   };
 }
 
-export type Unit = 'ms' | '/s' | 'MB' | 'x' | 'count' | 's' | 'text';
+export type Unit = 'ms' | '/s' | 'MB' | 'x' | 'count' | 'per' | 's' | 'text';
 
 /** Format a measured value for the table. */
 export function formatValue(value: number | string | null | undefined, unit: Unit): string {
@@ -57,6 +57,8 @@ export function formatValue(value: number | string | null | undefined, unit: Uni
       return `${value.toFixed(1)} s`;
     case 'count':
       return groupThousands(Math.round(value));
+    case 'per':
+      return value.toFixed(1);
     case 'text':
       return String(value);
     default: {
