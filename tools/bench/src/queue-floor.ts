@@ -1,0 +1,122 @@
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { Command } from 'commander';
+import type { Redis } from 'ioredis';
+import postgres from 'postgres';
+import { allocateJob } from '@quest/domain';
+import {
+  createAllocator,
+  deleteKeysWithPrefix,
+  PartitionPool,
+  producerConnection,
+  ReplySender,
+  redisConnection,
+  replyJobKey,
+} from '@quest/queue';
+import { formatValue, markdownTable, percentile } from './stats.ts';
+
+/**
+ * `npm run queue-floor --workspace @quest/bench`: the cheapest a queued request can be on this
+ * machine. The service's own pipeline — the API's producer (coalescing, `queue.add`, the reply
+ * stream) and a worker process's partition pool (BullMQ worker, reply sender) — carries lone
+ * requests one after another, but the worker's processor answers at once: no PostgreSQL. Beside it,
+ * the round trips every request of the reference service makes: PostgreSQL `select 1`, and a Redis
+ * `PING`, each from Node. A lone allocation cannot be faster than this floor plus its ledger
+ * transaction, which is the whole work of the reference service.
+ */
+
+const program = new Command()
+  .option('--redis-url <url>', 'Redis server', 'redis://127.0.0.1:6379')
+  .option('--pg-url <url>', 'PostgreSQL server', 'postgres://postgres@127.0.0.1:5432/postgres')
+  .option('--requests <n>', 'sequential requests per measurement', (v) => Number.parseInt(v, 10), 2000)
+  .option('--worker <prefix>', '(internal) run the worker side on this key prefix');
+program.parse();
+const opts = program.opts<{ redisUrl: string; pgUrl: string; requests: number; worker?: string }>();
+
+const PARTITIONS = 1;
+
+/** The worker process: one partition pool whose processor decides nothing and replies at once. */
+async function runWorker(prefix: string) {
+  const replies = new ReplySender(producerConnection(opts.redisUrl), prefix);
+  const logger = { info() {}, warn() {}, error: (o: object, m?: string) => console.error(m, o) };
+  const pool = new PartitionPool({
+    redisUrl: opts.redisUrl,
+    prefix,
+    partitions: PARTITIONS,
+    memberId: `floor-${process.pid}`,
+    logger,
+    processor: async (job) => {
+      const { items, replyTo } = allocateJob.data.parse(job.data);
+      const result = { outcomes: items.map(() => ({ status: 'failed' as const, code: 'ALLOCATION_FAILED' })), worker: 'floor' };
+      if (replyTo) void replies.send(replyTo, replyJobKey(job.queueName, job.id!), result);
+      return result;
+    },
+  });
+  await pool.start();
+  console.log('ready');
+  process.on('SIGTERM', () => void pool.close().then(() => process.exit(0)));
+}
+
+async function timed(n: number, fn: () => Promise<unknown>): Promise<number[]> {
+  const ms: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    await fn();
+    ms.push(performance.now() - t);
+  }
+  return ms;
+}
+
+async function main() {
+  const n = opts.requests;
+  const prefix = `qrfloor_${randomBytes(4).toString('hex')}`;
+  const worker = spawn(
+    process.execPath,
+    [...process.execArgv, fileURLToPath(import.meta.url), '--worker', prefix, '--redis-url', opts.redisUrl],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  await new Promise<void>((resolve, reject) => {
+    worker.stdout!.on('data', (d: Buffer) => d.toString().includes('ready') && resolve());
+    worker.once('exit', (code) => reject(new Error(`worker exited ${code}`)));
+  });
+  const allocator = await createAllocator({ redisUrl: opts.redisUrl, prefix, partitions: PARTITIONS, waitMs: 5000 });
+  const redis = redisConnection(opts.redisUrl) as Redis;
+  const sql = postgres(opts.pgUrl, { max: 1, onnotice: () => {} });
+  try {
+    let k = 0;
+    const item = () => ({ key: `floor-${k++}`, questId: 1, points: 1, address: `0x${'1'.repeat(40)}` });
+    // Warm-up: connections, scripts loaded, JIT.
+    await timed(300, () => allocator.allocate(item()));
+    await timed(300, () => redis.ping());
+    await timed(300, () => sql`select 1`);
+    const rows = [
+      {
+        what: 'queued no-op request: add → worker → reply (the service minus HTTP and PostgreSQL)',
+        ms: await timed(n, () => allocator.allocate(item())),
+      },
+      { what: 'Redis PING from Node (one round trip)', ms: await timed(n, () => redis.ping()) },
+      { what: 'PostgreSQL select 1 from Node (one round trip)', ms: await timed(n, () => sql`select 1`) },
+    ];
+    console.log(
+      markdownTable(
+        ['round trip', 'p50', 'p90', 'p99'],
+        rows.map((r) => {
+          const sorted = [...r.ms].sort((a, b) => a - b);
+          return [r.what, ...[50, 90, 99].map((p) => formatValue(percentile(sorted, p), 'ms'))];
+        }),
+      ),
+    );
+  } finally {
+    await allocator.close();
+    worker.kill('SIGTERM');
+    await deleteKeysWithPrefix(redis, prefix).catch(() => {});
+    redis.disconnect();
+    await sql.end();
+  }
+}
+
+if (opts.worker) await runWorker(opts.worker);
+else await main();
