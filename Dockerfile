@@ -1,7 +1,8 @@
 # syntax=docker/dockerfile:1
 # One image for every process of the Quest Rewards Service. The api and worker run as esbuild
 # bundles of the workspace TypeScript (`node scripts/build.mjs`, third-party packages stay in
-# node_modules); the admin CLI and migrations run through tsx. The default command is the API;
+# node_modules), and so does the admin CLI (apps/admin/dist/cli.mjs, which its launcher prefers
+# while it is newer than the sources); migrations run through tsx. The default command is the API;
 # compose overrides it for the worker (`npm run start --workspace @quest/worker`) and the one-shot
 # migration (`npm run migrate`). The admin CLI is in the image too:
 # `docker compose run --rm api npx quest-admin …` (compose sets API_BASE_URL=http://api:3000).
@@ -41,7 +42,8 @@ RUN npm ci --omit=dev --ignore-scripts --workspace @quest/api --workspace @quest
  && rm -rf node_modules/typescript \
  && npm cache clean --force
 COPY . .
-# The bundles: apps/api/dist/server.mjs, apps/worker/dist/main.mjs and the worker's healthcheck.
+# The bundles: apps/api/dist/server.mjs, apps/worker/dist/main.mjs, the worker's healthcheck and
+# apps/admin/dist/cli.mjs (built after the sources are copied, so the launcher finds it fresh).
 RUN node scripts/build.mjs
 # tsx keeps its transform cache under the OS temp dir, and the worker writes its liveness file
 # there (WORKER_HEALTH_FILE); everything else is read-only at run time.
