@@ -34,7 +34,7 @@ COPY --from=manifests /src/ ./
 # testcontainers) nor the bench, chaos, test and fixture workspaces, whose "dependencies" a plain
 # `npm ci --omit=dev` would install (npm installs every workspace's dependencies).
 # --ignore-scripts: the only install script that matters is the root's `patch-package` (the
-# postgres.js fix in patches/), which is not a dependency of these workspaces, so it runs
+# postgres.js and BullMQ fixes in patches/), which is not a dependency of these workspaces, so it runs
 # explicitly, pinned to the root's version. typescript is installed as an optional peer of abitype
 # (types only, through viem); nothing runs it.
 RUN npm ci --omit=dev --ignore-scripts --workspace @quest/api --workspace @quest/worker --workspace @quest/admin \
