@@ -73,11 +73,8 @@ describe('partition wake-up markers (patched BullMQ)', () => {
       await old.close(true);
       await queue.close();
     });
-    const blockingClients = async () => {
-      const list = (await connection.client('LIST')) as string;
-      const ours = `${redis.prefix}:${Buffer.from(name).toString('base64')}`;
-      return list.split('\n').filter((line) => line.includes(`name=${ours}`) && line.includes('cmd=bzpopmin'));
-    };
+    // BullMQ names its workers' connections; getWorkers() is CLIENT LIST of those, parsed.
+    const blockingClients = async () => (await queue.getWorkers()).filter((client) => client.cmd === 'bzpopmin');
     await vi.waitFor(
       async () => {
         expect(await blockingClients(), 'the successor blocked on the marker').toHaveLength(1);
