@@ -65,7 +65,7 @@ describe('allocation pipeline (queue level)', () => {
         }),
       ),
     );
-    expect(results.filter((r) => r.status !== 'completed')).toEqual([]);
+    expect(results.filter((r) => r.kind !== 'decided' || r.outcome.status !== 'completed')).toEqual([]);
     const [{ count }] = (await database.sql`
       select count(*)::int8 as count from payouts where quest_id = any(${questIds}::int[])`) as unknown as [{ count: number }];
     expect(count).toBe(400);
@@ -88,7 +88,10 @@ describe('partition count', () => {
       prefix: redis.prefix,
       partitions: PARTITIONS * 2,
       memberId: 'mismatched',
-      processor: async () => ({}),
+      handlers: {
+        allocate: () => Promise.reject(new Error('never runs')),
+        batch: () => Promise.reject(new Error('never runs')),
+      },
       logger: { info: () => {}, warn: () => {}, error: () => {} },
     });
     await expect(pool.start()).rejects.toBeInstanceOf(PartitionCountMismatch);

@@ -2,7 +2,7 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { describe, expect, vi } from 'vitest';
 import { partitionOf } from '@quest/domain';
-import { partitionQueueName, replyJobKey } from '@quest/queue';
+import { partitionQueueName } from '@quest/queue';
 import {
   createAccounts,
   parseMetrics,
@@ -26,16 +26,16 @@ function replyKeyOf(api: ServiceProcess): string {
   throw new Error(`no reply stream in the API's output:\n${api.output().slice(-2000)}`);
 }
 
-/** Every allocate job of the system's queues: its reply address and the request ids of its items. */
+/** Every allocate job of the system's queues: its reply address and token, and the request ids of its items. */
 async function allocateJobs(system: System) {
-  const jobs: { key: string; replyTo: string | undefined; requestIds: string[] }[] = [];
+  const jobs: { token: string; replyTo: string | undefined; requestIds: string[] }[] = [];
   for (let p = 0; p < PARTITIONS; p++) {
     const q = new Queue(partitionQueueName(p), { connection: { url: system.redis.url } as never, prefix: system.redis.prefix });
     for (const job of await q.getJobs(['completed'], 0, -1)) {
       if (job.name !== 'allocate') continue;
       jobs.push({
-        key: replyJobKey(q.name, job.id!),
-        replyTo: job.data.replyTo,
+        token: job.data.reply?.token,
+        replyTo: job.data.reply?.to,
         requestIds: job.data.items.map((i: { requestId?: string }) => i.requestId ?? ''),
       });
     }
@@ -44,7 +44,7 @@ async function allocateJobs(system: System) {
   return jobs;
 }
 
-/** The jobs a reply stream holds replies for. */
+/** The reply tokens a reply stream holds replies for. */
 async function repliedJobs(redis: Redis, key: string): Promise<string[]> {
   const entries = await redis.xrange(key, '-', '+');
   return entries.filter(([, f]) => f[0] === 'j').map(([, f]) => f[1]!);
@@ -106,7 +106,7 @@ describe('reply streams', () => {
       expect(tags.size).toBe(1);
       const tag = [...tags][0] as 'A' | 'B';
       expect(job.replyTo).toBe(tag === 'A' ? keyA : keyB);
-      byTag[tag].push(job.key);
+      byTag[tag].push(job.token);
     }
     expect((await repliedJobs(redis, keyA)).sort()).toEqual(byTag.A.sort());
     expect((await repliedJobs(redis, keyB)).sort()).toEqual(byTag.B.sort());

@@ -1,5 +1,3 @@
-import swagger from '@fastify/swagger';
-import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { answerUnknownExpectations, clientErrorHandler } from './client-errors.ts';
@@ -7,20 +5,25 @@ import { handleError, handleNotFound, sendError, mapError } from './errors.ts';
 import { useDepthLimitedJsonParser } from './json-body.ts';
 import { createLogger } from './logger.ts';
 import { metricsPlugin } from './metrics.ts';
-import { API_DESCRIPTION, API_VERSION, transformDocument, transformRoute } from './openapi.ts';
+import { registerOpenApi } from './openapi/document.ts';
 import { queueConsole } from './queue-console.ts';
 import { registerRateLimits } from './rate-limits.ts';
 import { requestIdFor } from './request-id.ts';
-import { allocationRoutes } from './routes/allocations.ts';
+import { allocateRoute } from './routes/allocate.ts';
+import { createBatchRoute } from './routes/create-batch.ts';
+import { getAllocationRoute } from './routes/get-allocation.ts';
+import { getBatchRoute } from './routes/get-batch.ts';
 import { getCampaignRoute } from './routes/get-campaign.ts';
 import { getQuestRoute } from './routes/get-quest.ts';
 import { getQuestsRoute } from './routes/get-quests.ts';
 import { healthRoutes } from './routes/health.ts';
-import type { AllocationRoutesOptions, ApiConfig, ApiDeps, RouteDeps } from './types.ts';
+import { AllocationService } from './services/allocations.ts';
+import { BatchService } from './services/batches.ts';
+import type { ApiConfig, ApiDeps, RouteDeps } from './types.ts';
 import { QuestAuthorizer } from './auth.ts';
 import { DomainError, ID_PARAM_MAX_LENGTH } from '@quest/domain';
 
-export type { AllocationRoutesOptions, ApiConfig, ApiDeps, RouteDeps } from './types.ts';
+export type { ApiConfig, ApiDeps, RouteDeps } from './types.ts';
 
 /**
  * Build the HTTP app: zod validation and serialization, the OpenAPI document (generated from the
@@ -88,40 +91,7 @@ export async function buildApp(config: ApiConfig, given: ApiDeps): Promise<Fasti
     );
   });
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'Quest Rewards API',
-        version: API_VERSION,
-        description: API_DESCRIPTION,
-        license: { name: 'MIT', identifier: 'MIT' },
-      },
-      // Relative: the server this document is served from, whatever its host and port.
-      servers: [{ url: '/', description: 'The server this document is served from' }],
-      tags: [
-        { name: 'quests', description: 'Quests and their payouts' },
-        { name: 'campaigns', description: 'Campaigns grouping quests' },
-        { name: 'allocations', description: 'Crediting points to one account, and the status of an allocation' },
-        { name: 'batches', description: 'Crediting many accounts in one request, and the status of a batch' },
-        { name: 'health', description: 'Liveness and readiness probes' },
-      ],
-      components: {
-        securitySchemes: {
-          apiKey: {
-            type: 'apiKey',
-            in: 'header',
-            name: 'x-api-key',
-            description: "The quest owner's API key (`sk_…`).",
-          },
-        },
-      },
-    },
-    transform: transformRoute,
-    transformObject: transformDocument,
-  });
-  await app.register(swaggerUi, { routePrefix: '/docs' });
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  await registerOpenApi(app as unknown as FastifyInstance);
 
   await app.register(metricsPlugin, {
     sql: given.sql,
@@ -141,17 +111,23 @@ export async function buildApp(config: ApiConfig, given: ApiDeps): Promise<Fasti
     });
   }
   const ownerItems = await registerRateLimits(app, config, given.redis);
+  const { sql, allocator, idempotency } = given;
   const deps: RouteDeps = {
     ...given,
-    auth: given.auth ?? QuestAuthorizer.uncached(given.sql),
+    config,
+    auth: given.auth ?? QuestAuthorizer.uncached(sql),
     ownerItems,
+    allocations: new AllocationService({ sql, allocator, idempotency }),
+    batches: new BatchService({ sql, allocator, idempotency, waitMs: config.BATCH_WAIT_MS }),
   };
   await app.register(healthRoutes, { deps });
   await app.register(getQuestsRoute, { deps });
   await app.register(getQuestRoute, { deps });
   await app.register(getCampaignRoute, { deps });
-  const allocationOptions: AllocationRoutesOptions = { deps, config };
-  await app.register(allocationRoutes, allocationOptions);
+  await app.register(allocateRoute, { deps });
+  await app.register(getAllocationRoute, { deps });
+  await app.register(createBatchRoute, { deps });
+  await app.register(getBatchRoute, { deps });
 
   return app as unknown as FastifyInstance;
 }

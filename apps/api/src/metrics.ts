@@ -40,7 +40,7 @@ export const replyFallbacks = new Counter({
   registers: [registry],
 });
 
-/** Count one wait that ended without a reply (the allocator's onFallback). */
+/** Count allocations whose wait ended without a reply, and how many of them the database had decided. */
 export function countReplyFallback(e: { reason: string; items: number; decided: number }): void {
   if (e.decided) replyFallbacks.inc({ reason: e.reason, result: 'decided' }, e.decided);
   if (e.items > e.decided) replyFallbacks.inc({ reason: e.reason, result: 'pending' }, e.items - e.decided);

@@ -7,10 +7,8 @@ import { buildApp } from './app.ts';
 import { QuestAuthorizer } from './auth.ts';
 import { type ApiConfig, loadApiConfig } from './env.ts';
 import { FeatureFlagCache } from './flags.ts';
-import { IdempotencyGuard } from './idempotency-guard.ts';
+import { IdempotencyGuard } from './services/idempotency.ts';
 import { createLogger } from './logger.ts';
-import { countReplyFallback } from './metrics.ts';
-import { lookupOutcomes } from './outcomes.ts';
 
 let config: ApiConfig;
 let envFile: string | null = null;
@@ -46,9 +44,6 @@ try {
     maxInFlightPerPartition: config.COALESCE_MAX_IN_FLIGHT,
     maxItemsPerJob: config.COALESCE_MAX_ITEMS,
     retentionSeconds: Math.max(config.JOB_RETENTION_SECONDS, Math.ceil((2 * config.BATCH_WAIT_MS) / 1000)),
-    // A reply that did not come: the finished job's decisions are read from PostgreSQL.
-    lookup: lookupOutcomes(sql),
-    onFallback: countReplyFallback,
   });
   logger.info({ replyKey: allocator.replyKey }, 'reply stream');
   // The API's own Redis connection (the queue's are the allocator's): the Idempotency-Key guard

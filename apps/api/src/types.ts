@@ -2,11 +2,13 @@ import type { Sql } from '@quest/db';
 import type { Allocator } from '@quest/queue';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Redis } from 'ioredis';
-import type { OwnerItemLimit } from './rate-limits.ts';
-import type { ApiConfig } from './env.ts';
 import type { QuestAuthorizer } from './auth.ts';
+import type { ApiConfig } from './env.ts';
 import type { FeatureFlagCache } from './flags.ts';
-import type { IdempotencyGuard } from './idempotency-guard.ts';
+import type { OwnerItemLimit } from './rate-limits.ts';
+import type { AllocationService } from './services/allocations.ts';
+import type { BatchService } from './services/batches.ts';
+import type { IdempotencyGuard } from './services/idempotency.ts';
 
 export type { ApiConfig } from './env.ts';
 
@@ -28,11 +30,11 @@ export interface ApiDeps {
   logger?: FastifyBaseLogger;
 }
 
-/** The dependencies routes see: buildApp fills in what ApiDeps leaves optional. */
-export type RouteDeps = ApiDeps & { auth: QuestAuthorizer; ownerItems: OwnerItemLimit };
-
-/** Options the allocation routes plugin is registered with. Import from here, not from app.ts (that would be a cycle). */
-export interface AllocationRoutesOptions {
-  deps: RouteDeps;
+/** What the routes see: buildApp fills in what ApiDeps leaves optional, and builds the services. */
+export type RouteDeps = ApiDeps & {
   config: ApiConfig;
-}
+  auth: QuestAuthorizer;
+  ownerItems: OwnerItemLimit;
+  allocations: AllocationService;
+  batches: BatchService;
+};

@@ -6,7 +6,7 @@ import { createTestDatabase, OpenApiContract, type TestDatabase } from '@quest/t
 import { buildApp } from '../src/app.ts';
 import { type ApiConfig, loadApiConfig } from '../src/env.ts';
 import { FeatureFlagCache } from '../src/flags.ts';
-import type { IdempotencyGuard } from '../src/idempotency-guard.ts';
+import type { IdempotencyGuard } from '../src/services/idempotency.ts';
 import type { Redis } from 'ioredis';
 import { createLogger } from '../src/logger.ts';
 
@@ -24,8 +24,8 @@ export function readOnlyAllocator(ping: () => Promise<void> = async () => {}): A
 
 /** An Allocator that accepts everything and decides nothing: every allocation and batch stays pending. */
 export const pendingAllocator: Allocator = {
-  allocate: async () => ({ status: 'pending', jobId: undefined, enqueuedAt: Date.now() }),
-  runBatch: async () => ({ status: 'pending' }),
+  allocate: async () => ({ kind: 'undecided', reason: 'timeout', job: 'queued', jobId: '1', enqueuedAt: Date.now() }),
+  runBatch: async () => undefined,
   ping: async () => {},
   liveWorkers: async () => 1,
   close: async () => {},

@@ -1,4 +1,4 @@
-import type { AllocateResult, Allocator } from '@quest/queue';
+import type { Allocator, Delivery } from '@quest/queue';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createAccount,
@@ -16,10 +16,10 @@ import {
  * sets, so each case is exact; the system tests show the real ledger's replays carry it too.
  */
 
-let next: AllocateResult;
+let next: Delivery;
 const scripted: Allocator = {
   allocate: async () => next,
-  runBatch: async () => ({ status: 'pending' }),
+  runBatch: async () => undefined,
   ping: async () => {},
   liveWorkers: async () => 1,
   close: async () => {},
@@ -57,27 +57,27 @@ const allocate = (key?: string) => post(`/quests/${questId}`, { points: 5, addre
 
 describe('Idempotent-Replayed', () => {
   it('is absent from an outcome decided by this request', async () => {
-    next = { status: 'completed', payout };
+    next = { kind: 'decided', outcome: { status: 'completed', payout } };
     const res = await allocate('order-1');
     expect(res.statusCode).toBe(200);
     expect(res.headers).not.toHaveProperty('idempotent-replayed');
   });
 
   it('is true on a payout or a rejection replayed for the Idempotency-Key', async () => {
-    next = { status: 'completed', payout, replayed: true };
+    next = { kind: 'decided', outcome: { status: 'completed', payout, replayed: true } };
     const paid = await allocate('order-1');
     expect(paid.statusCode).toBe(200);
     expect(paid.headers['idempotent-replayed']).toBe('true');
-    next = { status: 'rejected', code: 'INSUFFICIENT_POINTS', replayed: true };
+    next = { kind: 'decided', outcome: { status: 'rejected', code: 'INSUFFICIENT_POINTS', replayed: true } };
     const refused = await allocate('order-2');
     expect(refused.json()).toMatchObject({ statusCode: 400, code: 'INSUFFICIENT_POINTS' });
     expect(refused.headers['idempotent-replayed']).toBe('true');
   });
 
   it('is absent without an Idempotency-Key (a replay then only means a redelivered job) and on a pending answer', async () => {
-    next = { status: 'completed', payout, replayed: true };
+    next = { kind: 'decided', outcome: { status: 'completed', payout, replayed: true } };
     expect((await allocate()).headers).not.toHaveProperty('idempotent-replayed');
-    next = { status: 'pending', jobId: undefined, enqueuedAt: Date.now() };
+    next = { kind: 'undecided', reason: 'timeout', job: 'queued', jobId: '1', enqueuedAt: Date.now() };
     const pending = await allocate('order-3');
     expect(pending.statusCode).toBe(202);
     expect(pending.headers).not.toHaveProperty('idempotent-replayed');

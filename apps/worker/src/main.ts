@@ -6,7 +6,7 @@ import { PartitionPool, producerConnection, ReplySender } from '@quest/queue';
 import { loadWorkerConfig } from './env.ts';
 import { removeHealthFile, writeHealthFile } from './health.ts';
 import { observePool, sampleDbPool, serveMetrics } from './metrics.ts';
-import { createProcessor } from './processor.ts';
+import { createHandlers } from './handlers/index.ts';
 import { Reconciler } from './reconciler.ts';
 
 let config: ReturnType<typeof loadWorkerConfig>;
@@ -63,14 +63,14 @@ const pool = new PartitionPool({
   stalledIntervalMs: config.WORKER_STALLED_INTERVAL_MS,
   logger,
   onHeartbeat: config.WORKER_HEALTH_FILE ? writeLiveness(config.WORKER_HEALTH_FILE) : undefined,
-  processor: createProcessor({
+  replies,
+  handlers: createHandlers({
     sql,
     workerId: config.WORKER_ID,
     retryBaseMs: config.ALLOCATION_RETRY_BASE_MS,
     retryMaxMs: config.ALLOCATION_RETRY_MAX_MS,
     attemptTimeoutMs: config.DB_ATTEMPT_TIMEOUT_MS,
     batchChunkSize: config.BATCH_CHUNK_SIZE,
-    reply: (replyTo, jobKey, result) => replies.send(replyTo, jobKey, result),
     logger,
   }),
 });

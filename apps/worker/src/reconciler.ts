@@ -1,16 +1,8 @@
-import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { redrives } from './metrics.ts';
-import { type AllocateJobData, allocateJob, batchJob, partitionOf } from '@quest/domain';
+import type { AllocateJobData } from '@quest/domain';
 import { findStrandedBatches, findStrandedRequests, type Sql, touchBatch, touchRequest } from '@quest/db';
-import {
-  assertPartitionCount,
-  jobOptions,
-  partitionQueueName,
-  reconcilerLastRunKey,
-  reconcilerLockKey,
-  redisConnection,
-} from '@quest/queue';
+import { PartitionQueues, reconcilerLastRunKey, reconcilerLockKey, redisConnection } from '@quest/queue';
 
 export interface ReconcilerOptions {
   sql: Sql;
@@ -37,9 +29,6 @@ export interface ReconcilerRun {
   batchesRedriven: number;
 }
 
-/** BullMQ job states in which a job will still be processed. */
-const ALIVE = new Set(['waiting', 'active', 'delayed', 'prioritized', 'waiting-children']);
-
 /**
  * PostgreSQL is the source of truth for accepted work; Redis only carries it. The reconciler finds
  * work that PostgreSQL holds as pending but no live job carries any more — a 202'd request or a
@@ -51,7 +40,7 @@ const ALIVE = new Set(['waiting', 'active', 'delayed', 'prioritized', 'waiting-c
  */
 export class Reconciler {
   private readonly redis: Redis;
-  private readonly queues: Queue[];
+  private readonly queues: PartitionQueues;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private stopped = false;
@@ -60,11 +49,7 @@ export class Reconciler {
   constructor(private readonly opts: ReconcilerOptions) {
     this.redis = redisConnection(opts.redisUrl);
     this.redis.on('error', () => {});
-    this.queues = Array.from({ length: opts.partitions }, (_, p) => {
-      const q = new Queue(partitionQueueName(p), { connection: this.redis, prefix: opts.prefix });
-      q.on('error', () => {});
-      return q;
-    });
+    this.queues = new PartitionQueues(this.redis, opts);
   }
 
   start(): void {
@@ -85,7 +70,7 @@ export class Reconciler {
     this.stopped = true;
     clearTimeout(this.timer);
     await Promise.race([this.running, new Promise((r) => setTimeout(r, 1000).unref())]);
-    await Promise.allSettled(this.queues.map((q) => q.close()));
+    await this.queues.close();
     this.redis.disconnect();
   }
 
@@ -102,17 +87,16 @@ export class Reconciler {
   }
 
   async run(): Promise<ReconcilerRun> {
-    const { sql, prefix, partitions } = this.opts;
-    await assertPartitionCount(this.redis, prefix, partitions);
-    await Promise.all(this.queues.map((q) => q.setGlobalConcurrency(1)));
-    const options = jobOptions(this.opts.retentionSeconds);
+    const { sql, prefix, retentionSeconds } = this.opts;
+    const queues = this.queues;
+    await queues.ensureTopology();
 
     // Requests answered 202 and still undecided.
     const requests = await findStrandedRequests(sql, { olderThanMs: this.opts.minAgeMs, limit: this.opts.limit });
     const byPartition = new Map<number, typeof requests>();
     for (const r of requests) {
-      const p = partitionOf(r.quest_id, partitions);
-      if (r.job_id && ALIVE.has(await this.queues[p]!.getJobState(r.job_id))) {
+      const p = queues.partitionOf(r.quest_id);
+      if (r.job_id && (await queues.state(p, r.job_id)) === 'queued') {
         await touchRequest(sql, { questId: r.quest_id, key: r.request_key, redriven: false });
         continue;
       }
@@ -126,11 +110,11 @@ export class Reconciler {
       const data: AllocateJobData = {
         items: list.map((r) => ({ key: r.request_key, questId: r.quest_id, points: r.points, address: r.address, enqueuedAt })),
       };
-      const job = await this.queues[p]!.add(allocateJob.name, data, options);
+      const jobId = await queues.add(p, 'allocate', data, { retentionSeconds });
       for (const r of list) {
-        await touchRequest(sql, { questId: r.quest_id, key: r.request_key, jobId: job.id, redriven: true });
+        await touchRequest(sql, { questId: r.quest_id, key: r.request_key, jobId, redriven: true });
         this.opts.logger.info(
-          { kind: 'request', questId: r.quest_id, key: r.request_key, jobId: job.id, partition: p, redrives: r.redrives + 1 },
+          { kind: 'request', questId: r.quest_id, key: r.request_key, jobId, partition: p, redrives: r.redrives + 1 },
           're-driven',
         );
       }
@@ -142,21 +126,19 @@ export class Reconciler {
     const batches = await findStrandedBatches(sql, { olderThanMs: this.opts.minAgeMs, limit: this.opts.limit });
     let batchesRedriven = 0;
     for (const b of batches) {
-      const p = partitionOf(b.quest_id, partitions);
-      const queue = this.queues[p]!;
-      const live = await queue.getDeduplicationJobId(b.id);
-      if (live && ALIVE.has(await queue.getJobState(live))) {
+      const p = queues.partitionOf(b.quest_id);
+      if (await queues.deduplicatedJob(p, b.id)) {
         await touchBatch(sql, b.id, false);
         continue;
       }
-      if (live) await queue.removeDeduplicationKey(b.id);
-      const job = await queue.add(
-        batchJob.name,
+      const jobId = await queues.add(
+        p,
+        'batch',
         { batchId: b.id, questId: b.quest_id },
-        { ...options, deduplication: { id: b.id } },
+        { retentionSeconds, deduplicationId: b.id },
       );
       await touchBatch(sql, b.id, true);
-      this.opts.logger.info({ kind: 'batch', batchId: b.id, jobId: job.id, partition: p, redrives: b.redrives + 1 }, 're-driven');
+      this.opts.logger.info({ kind: 'batch', batchId: b.id, jobId, partition: p, redrives: b.redrives + 1 }, 're-driven');
       batchesRedriven++;
       redrives.inc({ kind: 'batch' });
     }

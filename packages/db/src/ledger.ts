@@ -11,6 +11,7 @@ import {
   type StoredOutcome,
 } from '@quest/domain';
 import { pipelinedTransaction, type Sql } from './client.ts';
+import { advanceBatch } from './lifecycle.ts';
 
 /**
  * The ledger transaction: read → plan → write, in one PostgreSQL transaction, with a fixed number
@@ -51,19 +52,6 @@ interface StoredRow {
   error_code: RejectionCode | null;
 }
 
-export function payoutView(p: {
-  id: string;
-  amount: number;
-  created_at: Date | string;
-  pass_address: string;
-}): AllocationOutcome {
-  const createdAt = typeof p.created_at === 'string' ? p.created_at : p.created_at.toISOString();
-  return {
-    status: 'completed',
-    payout: { id: p.id, amount: p.amount, created_at: createdAt, account: { pass: p.pass_address } },
-  };
-}
-
 /**
  * Apply single requests (one POST, or several coalesced into one job), in list order. On a job's
  * first delivery, stored outcomes are read only for client-chosen keys (`itemsToLookUp`); any
@@ -78,16 +66,11 @@ export function applyRequests(
   return runLedger(sql, items, itemsToLookUp(items, opts.firstDelivery), opts.now ?? new Date());
 }
 
-/** Thrown when a batch chunk finds the batch already advanced past its start (see below). */
-export class BatchProgressMoved extends Error {
-  override readonly name = 'BatchProgressMoved';
-}
-
 /**
  * Apply items [start, start + items.length) of a batch, and advance the batch's progress in the same
- * transaction, only from where the chunk started. If another copy of the job got there first, the
- * transaction rolls back and this throws BatchProgressMoved: a chunk is never applied twice, so no
- * stored outcome needs reading.
+ * transaction (lifecycle.ts `advanceBatch`), only from where the chunk started. If another copy of
+ * the job got there first, the transaction rolls back and this throws BatchProgressMoved: a chunk is
+ * never applied twice, so no stored outcome needs reading.
  */
 export function applyBatchChunk(
   sql: Sql,
@@ -95,20 +78,7 @@ export function applyBatchChunk(
 ): Promise<AllocationOutcome[]> {
   const { batchId, start, items } = chunk;
   return runLedger(sql, items, [], chunk.now ?? new Date(), (tx, plan) =>
-    // Pipelined with COMMIT: to veto it the guard must fail in SQL (division by zero when the
-    // batch has moved), not in JavaScript after its statement returns.
-    tx`
-      with moved as (
-        update batches set
-          processed = processed + ${items.length}, succeeded = succeeded + ${plan.succeeded}, failed = failed + ${plan.failed},
-          status = case when processed + ${items.length} = total then 'completed' else 'processing' end,
-          completed_at = case when processed + ${items.length} = total then now() end,
-          updated_at = now()
-        where id = ${batchId} and processed = ${start}
-        returning 1)
-      select 1 / count(*)::int as guard from moved`.catch((error: { code?: string }) => {
-      throw error?.code === '22012' ? new BatchProgressMoved() : error;
-    }),
+    advanceBatch(tx, { batchId, start, count: items.length, succeeded: plan.succeeded, failed: plan.failed }),
   );
 }
 

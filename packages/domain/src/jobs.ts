@@ -6,6 +6,10 @@ import { REJECTION_CODES } from './errors.ts';
  * result schema. One shape serves every allocation: an ordered list of items for one partition.
  * A single POST is a list of one; concurrent POSTs to the same partition are coalesced by the API
  * into one job; a batch is a job of its own whose items live in its row in PostgreSQL.
+ *
+ * The worker registers one handler per name through `JobHandlers`, a mapped type: a job added to
+ * the catalogue without a handler does not compile. A handler's result goes back to the waiting
+ * API process as a `JobReply`, a typed union of the result or the reason the job failed.
  */
 
 export const allocationItemSchema = z.object({
@@ -39,6 +43,12 @@ export const payoutViewSchema = z.object({
 });
 export type PayoutView = z.infer<typeof payoutViewSchema>;
 
+/** The one place a payout's API view is built, from whichever row holds it. */
+export function payoutView(p: { id: string; amount: number; createdAt: Date | string; pass: string }): PayoutView {
+  const created_at = typeof p.createdAt === 'string' ? p.createdAt : p.createdAt.toISOString();
+  return { id: p.id, amount: p.amount, created_at, account: { pass: p.pass } };
+}
+
 export const allocationOutcomeSchema = z.discriminatedUnion('status', [
   // replayed: the outcome was stored earlier for the same request key (an Idempotency-Key retry, a
   // redelivered job or a re-drive), not decided now.
@@ -49,36 +59,62 @@ export const allocationOutcomeSchema = z.discriminatedUnion('status', [
 export type AllocationOutcome = z.infer<typeof allocationOutcomeSchema>;
 
 /**
- * Where the worker delivers the job's result: the reply stream of the API process that queued it
- * (advisory; absent on re-driven jobs, which nobody waits for).
+ * Where the worker delivers the job's result: the reply stream of the API process that queued it,
+ * and a token unique to this enqueue. The token, not the BullMQ job id, names the reply: job ids
+ * come from a per-queue counter in Redis, which starts again after Redis loses its data (a flush, a
+ * failover to a replica that lagged), so a new job can carry an id a waiter still waits on.
+ * Absent on re-driven jobs, which nobody waits for.
  */
-const replyTo = z.string().max(300).optional();
+export const replyAddressSchema = z.object({ to: z.string().max(300), token: z.string().min(1).max(100) });
+export type ReplyAddress = z.infer<typeof replyAddressSchema>;
 
-export const allocateJob = {
-  name: 'allocate',
-  data: z.object({ items: z.array(allocationItemSchema).min(1), replyTo }),
-  result: z.object({ outcomes: z.array(allocationOutcomeSchema), worker: z.string() }),
+export const JOBS = {
+  allocate: {
+    data: z.object({ items: z.array(allocationItemSchema).min(1), reply: replyAddressSchema.optional() }),
+    result: z.object({ outcomes: z.array(allocationOutcomeSchema), worker: z.string() }),
+  },
+  batch: {
+    /** The items live in the batch's row in PostgreSQL, which a re-drive can enqueue again. */
+    data: z.object({ batchId: z.string(), questId: z.number().int().positive(), reply: replyAddressSchema.optional() }),
+    result: z.object({
+      batchId: z.string(),
+      status: z.enum(['completed', 'failed']),
+      total: z.number().int(),
+      succeeded: z.number().int(),
+      failed: z.number().int(),
+      worker: z.string(),
+    }),
+  },
 } as const;
 
-export const batchJob = {
-  name: 'batch',
-  /** The items live in the batch's row in PostgreSQL, which a re-drive can enqueue again. */
-  data: z.object({
-    batchId: z.string(),
-    questId: z.number().int().positive(),
-    replyTo,
-  }),
-  result: z.object({
-    batchId: z.string(),
-    status: z.enum(['completed', 'failed']),
-    total: z.number().int(),
-    succeeded: z.number().int(),
-    failed: z.number().int(),
-    worker: z.string(),
-  }),
-} as const;
+export type JobName = keyof typeof JOBS;
+export const JOB_NAMES = Object.keys(JOBS) as JobName[];
+export const isJobName = (name: string): name is JobName => Object.hasOwn(JOBS, name);
+export type JobData<N extends JobName> = z.infer<(typeof JOBS)[N]['data']>;
+export type JobResult<N extends JobName> = z.infer<(typeof JOBS)[N]['result']>;
 
-export type AllocateJobData = z.infer<typeof allocateJob.data>;
-export type AllocateJobResult = z.infer<typeof allocateJob.result>;
-export type BatchJobData = z.infer<typeof batchJob.data>;
-export type BatchJobResult = z.infer<typeof batchJob.result>;
+/** What a worker sends back for a job: its result, or why it failed (a bug or a permanent error). */
+export type JobReply<N extends JobName> = { ok: true; result: JobResult<N> } | { ok: false; reason: string };
+
+export function jobReplySchema<N extends JobName>(name: N) {
+  return z.discriminatedUnion('ok', [
+    z.object({ ok: z.literal(true), result: JOBS[name].result }),
+    z.object({ ok: z.literal(false), reason: z.string() }),
+  ]) as unknown as z.ZodType<JobReply<N>>;
+}
+
+/** What a handler knows about the job it runs, beyond its data (the transport's details stay in the queue package). */
+export interface JobContext {
+  id: string;
+  partition: number;
+  /** First delivery and first try: no earlier attempt can have committed anything of it. */
+  firstDelivery: boolean;
+}
+
+/** One handler per job of the catalogue: leaving one out does not compile. */
+export type JobHandlers = { readonly [N in JobName]: (data: JobData<N>, job: JobContext) => Promise<JobResult<N>> };
+
+export type AllocateJobData = JobData<'allocate'>;
+export type AllocateJobResult = JobResult<'allocate'>;
+export type BatchJobData = JobData<'batch'>;
+export type BatchJobResult = JobResult<'batch'>;

@@ -1,6 +1,6 @@
 import { type Decision, decideAllocations, type QuestLedgerState } from './allocation.ts';
 import type { RejectionCode } from './errors.ts';
-import type { AllocationOutcome } from './jobs.ts';
+import { type AllocationOutcome, payoutView } from './jobs.ts';
 import { isIdempotentRequestKey } from './keys.ts';
 
 /**
@@ -114,12 +114,12 @@ export function planAllocations(items: readonly PlanItem[], state: PlanState, no
         outcomes[i] = {
           status: 'completed',
           replayed: true,
-          payout: {
+          payout: payoutView({
             id: previous.payoutId!,
             amount: previous.amount,
-            created_at: previous.createdAt.toISOString(),
-            account: { pass: previous.address },
-          },
+            createdAt: previous.createdAt,
+            pass: previous.address,
+          }),
         };
       return;
     }
@@ -166,7 +166,7 @@ export function planAllocations(items: readonly PlanItem[], state: PlanState, no
         credits.set(account.id, (credits.get(account.id) ?? 0) + item.points);
         outcomes[i] = {
           status: 'completed',
-          payout: { id, amount: item.points, created_at: nowIso, account: { pass: account.passAddress } },
+          payout: payoutView({ id, amount: item.points, createdAt: nowIso, pass: account.passAddress }),
         };
       } else {
         rejections.push({

@@ -1,9 +1,11 @@
-import { type Job, Queue, Worker } from 'bullmq';
+import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { assignPartitions } from '@quest/domain';
-import { assertPartitionCount, redisConnection } from './connection.ts';
+import { assignPartitions, type JobHandlers } from '@quest/domain';
+import { redisConnection } from './connection.ts';
+import { jobProcessor } from './consumer.ts';
 import { membersKey, partitionQueueName } from './names.ts';
-import type { QueueSettings } from './producer.ts';
+import { PartitionQueues, type QueueSettings } from './partitions.ts';
+import type { ReplySender } from './replies.ts';
 
 export interface PoolLogger {
   info(obj: object, msg?: string): void;
@@ -14,7 +16,10 @@ export interface PoolLogger {
 export interface PartitionPoolOptions extends QueueSettings {
   /** Unique per process; stored on each job it processes (`job.processedBy`). */
   memberId: string;
-  processor: (job: Job) => Promise<unknown>;
+  /** One handler per job of the catalogue. */
+  handlers: JobHandlers;
+  /** Delivers each job's reply to the API process waiting for it (none: no replies). */
+  replies?: ReplySender;
   logger: PoolLogger;
   /** How often membership is renewed and partitions rebalanced. */
   heartbeatMs?: number;
@@ -43,6 +48,12 @@ redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 return redis.call('ZRANGE', KEYS[1], 0, -1)
 `;
 
+/** Pool members alive now (heartbeat not expired), on Redis's clock. */
+export async function liveMembers(redis: Redis, prefix: string): Promise<number> {
+  const [seconds, micros] = await redis.time();
+  return redis.zcount(membersKey(prefix), Number(seconds) * 1000 + Math.floor(Number(micros) / 1000), '+inf');
+}
+
 /**
  * The worker side of the pipeline. Each partition queue has BullMQ global concurrency 1, so at most
  * one of its jobs is active anywhere and its jobs are decided in enqueue order. On its own BullMQ
@@ -57,6 +68,7 @@ return redis.call('ZRANGE', KEYS[1], 0, -1)
  */
 export class PartitionPool {
   private readonly redis: Redis;
+  private readonly processor: ReturnType<typeof jobProcessor>;
   private readonly workers = new Map<number, Worker>();
   /** Each partition worker's own connection (closed after its worker). */
   private readonly connections = new Map<number, Redis>();
@@ -71,6 +83,7 @@ export class PartitionPool {
   constructor(private readonly opts: PartitionPoolOptions) {
     this.redis = redisConnection(opts.redisUrl);
     this.redis.on('error', () => {});
+    this.processor = jobProcessor(opts.handlers, { logger: opts.logger, ...(opts.replies ? { replies: opts.replies } : {}) });
   }
 
   private get heartbeatMs() {
@@ -78,18 +91,13 @@ export class PartitionPool {
   }
 
   async start(): Promise<void> {
-    await assertPartitionCount(this.redis, this.opts.prefix, this.opts.partitions);
-    // Set global concurrency here too, so order holds even if no API process has started yet.
-    await Promise.all(
-      Array.from({ length: this.opts.partitions }, async (_, p) => {
-        const q = new Queue(partitionQueueName(p), { connection: this.redis, prefix: this.opts.prefix });
-        try {
-          await q.setGlobalConcurrency(1);
-        } finally {
-          await q.close();
-        }
-      }),
-    );
+    // The topology here too, so order holds even if no API process has started yet.
+    const queues = new PartitionQueues(this.redis, this.opts);
+    try {
+      await queues.ensureTopology();
+    } finally {
+      await queues.close();
+    }
     await this.heartbeat();
     this.timer = setInterval(() => void this.heartbeat(), this.heartbeatMs);
   }
@@ -139,7 +147,7 @@ export class PartitionPool {
     // an instance rather than options. BullMQ leaves a given instance open: stopPartition closes it.
     const connection = redisConnection(this.opts.redisUrl);
     connection.on('error', () => {});
-    const worker = new Worker(partitionQueueName(p), this.opts.processor, {
+    const worker = new Worker(partitionQueueName(p), this.processor, {
       connection,
       prefix: this.opts.prefix,
       name: this.opts.memberId,

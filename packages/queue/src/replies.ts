@@ -1,24 +1,22 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import type { JobName, JobReply, ReplyAddress } from '@quest/domain';
 import type { Redis } from 'ioredis';
 import { redisConnection } from './connection.ts';
 import { replyKey } from './names.ts';
 
 /**
  * Result delivery, one reply stream per API process. A job carries the reply address of the
- * process that queued it (`replyTo`, a stream key); the worker that decides it appends the
- * outcome there once the decision is committed; the API process reads only its own stream, with
- * one blocking XREAD on a connection of its own, and hands each reply to whoever waits for that
- * job. Redis work per decision is one append and one read, whatever the number of API processes
+ * process that queued it (`reply`: the stream key and a token unique to the enqueue); the worker
+ * that decides it appends the outcome there once the decision is committed; the API process reads
+ * only its own stream, with one blocking XREAD on a connection of its own, and hands each reply to
+ * whoever waits for that token. Redis work per decision is one append and one read, whatever the number of API processes
  * (a BullMQ QueueEvents per partition in every API process made every process read every
  * partition's events). Replies are advisory: a lost one (stream trimmed, deleted, expired, Redis
  * failed over) only means the waiter asks PostgreSQL, which holds the truth, before answering 202.
  *
  * Cluster-safe: every command touches one key (the stream), including the worker's script.
  */
-
-/** A reply names its job by queue and id: BullMQ job ids are unique per queue only. */
-export const replyJobKey = (queueName: string, jobId: string) => `${queueName}#${jobId}`;
 
 /** A process id for reply keys: host, pid and a random tail (a restarted pid gets a new stream). */
 export function newReplyProcessId(): string {
@@ -40,7 +38,7 @@ end
 return 0
 `;
 
-type ReplyRedis = Redis & { questReply(key: string, maxLen: number, jobKey: string, value: string): Promise<number> };
+type ReplyRedis = Redis & { questReply(key: string, maxLen: number, token: string, value: string): Promise<number> };
 
 /** The worker's side: deliver a decided job's result to the process that queued it. */
 export class ReplySender {
@@ -56,10 +54,10 @@ export class ReplySender {
   }
 
   /** True when delivered, false when the stream is gone (its process stopped or Redis lost it). */
-  async send(replyTo: string, jobKey: string, result: unknown): Promise<boolean> {
+  async send(to: ReplyAddress, reply: JobReply<JobName>): Promise<boolean> {
     // Only this prefix's reply streams: a job's data cannot make a worker write anywhere else.
-    if (!replyTo.startsWith(`${this.prefix}:reply:{`)) return false;
-    return (await this.redis.questReply(replyTo, this.maxLen, jobKey, JSON.stringify(result))) === 1;
+    if (!to.to.startsWith(`${this.prefix}:reply:{`)) return false;
+    return (await this.redis.questReply(to.to, this.maxLen, to.token, JSON.stringify(reply))) === 1;
   }
 }
 
@@ -83,7 +81,7 @@ export interface ReplyListenerOptions {
 }
 
 /**
- * The API process's side: its reply stream and the waiters for its jobs. `wait(jobKey)` resolves
+ * The API process's side: its reply stream and the waiters for its jobs. `wait(token)` resolves
  * with the reply, with `timeout`, or with `lost` when the stream vanished while waiting (its
  * reply may be gone: the caller checks the job or the database, and may wait again).
  */
@@ -105,6 +103,7 @@ export class ReplyListener {
   private started = false;
   /** Replies delivered to a waiter, and stream losses seen (for tests and metrics). */
   readonly stats = { replies: 0, unclaimed: 0, losses: 0 };
+  private tokens = 0;
 
   constructor(opts: ReplyListenerOptions) {
     this.processId = opts.processId ?? newReplyProcessId();
@@ -144,8 +143,8 @@ export class ReplyListener {
         this.stats.losses++;
         // Read the new stream from its start; replies meanwhile were dropped: tell the waiters.
         this.lastId = '0-0';
-        for (const [jobKey, list] of [...this.waiters]) {
-          this.waiters.delete(jobKey);
+        for (const [token, list] of [...this.waiters]) {
+          this.waiters.delete(token);
           for (const w of list) {
             clearTimeout(w.timer);
             w.resolve({ kind: 'lost' });
@@ -191,10 +190,10 @@ export class ReplyListener {
     }
   }
 
-  private deliver(jobKey: string, value: string) {
-    const list = this.waiters.get(jobKey);
+  private deliver(token: string, value: string) {
+    const list = this.waiters.get(token);
     if (list) {
-      this.waiters.delete(jobKey);
+      this.waiters.delete(token);
       this.stats.replies++;
       for (const w of list) {
         clearTimeout(w.timer);
@@ -205,18 +204,26 @@ export class ReplyListener {
     // Nobody waits (yet): the add's answer may still be on its way, or the waiter gave up.
     this.stats.unclaimed++;
     const now = Date.now();
-    this.unclaimed.set(jobKey, { value, at: now });
+    this.unclaimed.set(token, { value, at: now });
     for (const [k, v] of this.unclaimed) {
       if (v.at > now - this.unclaimedMs && this.unclaimed.size <= 100_000) break;
       this.unclaimed.delete(k);
     }
   }
 
-  /** Wait up to `timeoutMs` for the reply of one job. */
-  wait(jobKey: string, timeoutMs: number): Promise<ReplyWait> {
-    const early = this.unclaimed.get(jobKey);
+  /**
+   * A reply token for one enqueue: unique within this process's stream (whose key is unique to the
+   * process), so a reply can only ever reach the waiter it was meant for.
+   */
+  newToken(): string {
+    return (this.tokens++).toString(36);
+  }
+
+  /** Wait up to `timeoutMs` for the reply carrying `token`. */
+  wait(token: string, timeoutMs: number): Promise<ReplyWait> {
+    const early = this.unclaimed.get(token);
     if (early) {
-      this.unclaimed.delete(jobKey);
+      this.unclaimed.delete(token);
       this.stats.replies++;
       return Promise.resolve({ kind: 'reply', value: early.value });
     }
@@ -226,18 +233,18 @@ export class ReplyListener {
         resolve,
         timer: setTimeout(
           () => {
-            const list = this.waiters.get(jobKey);
+            const list = this.waiters.get(token);
             const rest = list?.filter((w) => w !== waiter) ?? [];
-            if (rest.length) this.waiters.set(jobKey, rest);
-            else this.waiters.delete(jobKey);
+            if (rest.length) this.waiters.set(token, rest);
+            else this.waiters.delete(token);
             resolve({ kind: 'timeout' });
           },
           Math.max(1, timeoutMs),
         ),
       };
-      const list = this.waiters.get(jobKey);
+      const list = this.waiters.get(token);
       if (list) list.push(waiter);
-      else this.waiters.set(jobKey, [waiter]);
+      else this.waiters.set(token, [waiter]);
     });
   }
 

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import {
   applyBatchChunk,
   applyRequests,
-  createOrGetBatch,
+  insertBatch,
   getBatchItems,
   getBatchProgress,
   type LedgerItem,
@@ -206,7 +206,7 @@ export async function directCoalesced(
 
 /**
  * Exactly what the worker's processBatch does per batch, minus the queue: a batches row, then
- * the worker's batch lifecycle from @quest/db: createOrGetBatch (items stored), startBatch, then
+ * the worker's batch lifecycle from @quest/db: insertBatch (items stored), startBatch, then
  * getBatchItems + applyBatchChunk per chunk of
  * `chunkSize` items, and the progress re-read between chunks. Batches run one after another (a
  * quest's batches share one partition, so the service cannot run them in parallel either).
@@ -222,7 +222,7 @@ export async function directBatches(
     const addresses = opts.addresses.slice(b0, b0 + opts.batchSize);
     const batchId = newId('bat');
     batches++;
-    await createOrGetBatch(sql, {
+    await insertBatch(sql, {
       id: batchId,
       questId: opts.questId,
       ownerId: opts.ownerId,

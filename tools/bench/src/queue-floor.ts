@@ -4,7 +4,6 @@ import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
 import type { Redis } from 'ioredis';
 import postgres from 'postgres';
-import { allocateJob } from '@quest/domain';
 import {
   createAllocator,
   deleteKeysWithPrefix,
@@ -12,7 +11,6 @@ import {
   producerConnection,
   ReplySender,
   redisConnection,
-  replyJobKey,
 } from '@quest/queue';
 import { formatValue, markdownTable, percentile } from './stats.ts';
 
@@ -36,7 +34,7 @@ const opts = program.opts<{ redisUrl: string; pgUrl: string; requests: number; w
 
 const PARTITIONS = 1;
 
-/** The worker process: one partition pool whose processor decides nothing and replies at once. */
+/** The worker process: one partition pool whose handler decides nothing and replies at once. */
 async function runWorker(prefix: string) {
   const replies = new ReplySender(producerConnection(opts.redisUrl), prefix);
   const logger = { info() {}, warn() {}, error: (o: object, m?: string) => console.error(m, o) };
@@ -46,11 +44,13 @@ async function runWorker(prefix: string) {
     partitions: PARTITIONS,
     memberId: `floor-${process.pid}`,
     logger,
-    processor: async (job) => {
-      const { items, replyTo } = allocateJob.data.parse(job.data);
-      const result = { outcomes: items.map(() => ({ status: 'failed' as const, code: 'ALLOCATION_FAILED' })), worker: 'floor' };
-      if (replyTo) void replies.send(replyTo, replyJobKey(job.queueName, job.id!), result);
-      return result;
+    replies,
+    handlers: {
+      allocate: async ({ items }) => ({
+        outcomes: items.map(() => ({ status: 'failed' as const, code: 'ALLOCATION_FAILED' as const })),
+        worker: 'floor',
+      }),
+      batch: () => Promise.reject(new Error('the queue floor sends no batches')),
     },
   });
   await pool.start();

@@ -1,7 +1,8 @@
 import { type CampaignQuestRow, type CampaignRow, getCampaign, listCampaignQuests } from '@quest/db';
 import { type CampaignView, campaignIdParamsSchema, campaignViewSchema, DomainError } from '@quest/domain';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { documented, EXAMPLE_CAMPAIGN, errorResponses } from '../openapi.ts';
+import { EXAMPLE_CAMPAIGN } from '../openapi/examples.ts';
+import { documented, errorResponses } from '../openapi/responses.ts';
 import type { ApiDeps } from '../types.ts';
 
 export function toCampaignView(campaign: CampaignRow, quests: CampaignQuestRow[]): CampaignView {

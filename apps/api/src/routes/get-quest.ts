@@ -9,7 +9,8 @@ import {
 } from '@quest/domain';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { apiKeyHeader } from '../auth.ts';
-import { documented, EXAMPLE_QUEST_DETAIL, errorResponses } from '../openapi.ts';
+import { EXAMPLE_QUEST_DETAIL } from '../openapi/examples.ts';
+import { documented, errorResponses } from '../openapi/responses.ts';
 import type { RouteDeps } from '../types.ts';
 
 export function toQuestDetailView(quest: QuestDetailRow, payouts: PayoutRow[], now: Date): QuestDetailView {

@@ -1,7 +1,8 @@
 import { listPublicQuests, type PublicQuestRow } from '@quest/db';
 import { type PublicQuestView, publicQuestListSchema, publicQuestsQuerySchema } from '@quest/domain';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { documented, EXAMPLE_PUBLIC_QUESTS, errorResponses } from '../openapi.ts';
+import { EXAMPLE_PUBLIC_QUESTS } from '../openapi/examples.ts';
+import { documented, errorResponses } from '../openapi/responses.ts';
 import type { ApiDeps } from '../types.ts';
 
 export function toPublicQuestView(row: PublicQuestRow): PublicQuestView {

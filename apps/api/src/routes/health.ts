@@ -2,7 +2,7 @@ import { pingDatabase } from '@quest/db';
 import { DomainError, healthViewSchema, type ReadinessChecks, readinessViewSchema } from '@quest/domain';
 import type { FastifyBaseLogger } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { documented, errorResponses } from '../openapi.ts';
+import { documented, errorResponses } from '../openapi/responses.ts';
 import type { ApiDeps } from '../types.ts';
 
 /** A probe that takes longer than this counts as failed: a hung dependency is not ready. */

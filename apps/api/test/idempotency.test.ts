@@ -1,7 +1,7 @@
 import { createTestRedis, type TestRedis } from '@quest/testing';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { IdempotencyGuard } from '../src/idempotency-guard.ts';
+import { IdempotencyGuard } from '../src/services/idempotency.ts';
 import {
   createAccount,
   createOwner,

@@ -1,9 +1,9 @@
-import type { Job } from 'bullmq';
 import net from 'node:net';
 import { describe, expect, vi } from 'vitest';
 import { createSql, type Sql } from '@quest/db';
 import { test } from '@quest/testing';
-import { processAllocate, type ProcessorDeps } from '../src/processor.ts';
+import type { AllocateJobData, JobContext } from '@quest/domain';
+import { type HandlerDeps, handleAllocate } from '../src/handlers/index.ts';
 
 /** A logger that keeps "level message" lines, one per call. */
 function recordingLogger() {
@@ -17,7 +17,7 @@ function recordingLogger() {
   };
 }
 
-const deps = (sql: Sql, over: Partial<ProcessorDeps> = {}): ProcessorDeps => ({
+const deps = (sql: Sql, over: Partial<HandlerDeps> = {}): HandlerDeps => ({
   sql,
   workerId: 'test-worker',
   retryBaseMs: 1,
@@ -27,13 +27,17 @@ const deps = (sql: Sql, over: Partial<ProcessorDeps> = {}): ProcessorDeps => ({
   logger: recordingLogger().logger,
   ...over,
 });
-const job = (items: unknown[], attemptsStarted = 1) =>
-  ({ id: '1', name: 'allocate', data: { items }, attemptsStarted, stalledCounter: 0 }) as unknown as Job;
+/** An allocate job's data and context, as the pool hands them to the handler. */
+const job = (items: unknown[], firstDelivery = true): [AllocateJobData, JobContext] => [
+  { items } as AllocateJobData,
+  { id: '1', partition: 0, firstDelivery },
+];
+const processAllocate = (d: HandlerDeps, [data, context]: [AllocateJobData, JobContext]) => handleAllocate(d, data, context);
 
 /** The largest balance the accounts table accepts (its CHECK), as for any JSON-safe integer. */
 const MAX_BALANCE = Number.MAX_SAFE_INTEGER;
 
-describe('processAllocate', () => {
+describe('handleAllocate', () => {
   test('decides every item of a coalesced job in one go', async ({ database, quest, accounts: [one, two] }) => {
     const result = await processAllocate(
       deps(database.sql),
@@ -88,11 +92,11 @@ describe('processAllocate', () => {
     const credited = async () => (await database.sql`select 1 from payouts where quest_id = ${quest}`).length;
     expect(await credited()).toBe(items.length);
     const replayed = first.outcomes.map((o) => ({ ...o, replayed: true }));
-    const redelivered = await processAllocate(deps(database.sql), job(items, 2));
+    const redelivered = await processAllocate(deps(database.sql), job(items, false));
     expect(redelivered.outcomes).toEqual(replayed);
     // Even if a redelivery were mistaken for a first delivery, the unique (quest, request key)
     // constraint refuses the second credit and the item-by-item path replays the stored outcome.
-    const mistaken = await processAllocate(deps(database.sql), job(items, 1));
+    const mistaken = await processAllocate(deps(database.sql), job(items, true));
     expect(mistaken.outcomes).toEqual(replayed);
     expect(await credited()).toBe(items.length);
   });

@@ -1,0 +1,150 @@
+import { DEFAULT_MESSAGE, DomainError, questIdParamsSchema } from '@quest/domain';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { EXAMPLE_BATCH, EXAMPLE_PAYOUT } from '../openapi/examples.ts';
+import {
+  documented,
+  errorResponses,
+  IDEMPOTENT_REPLAYED_HEADER,
+  LOCATION_HEADER,
+  PREFERENCE_APPLIED_HEADER,
+} from '../openapi/responses.ts';
+import { batchBody, batchResponse, plainJson, preferHeader, respondAsync } from '../schemas/batches.ts';
+import { AUTH_ERRORS, idempotencyHeaders, validationExample } from '../schemas/common.ts';
+import type { RouteDeps } from '../types.ts';
+
+const EXAMPLE_REJECTED = {
+  index: 1,
+  status: 'rejected',
+  address: '0xCC9c7d5148a0EDF1514037c47dfA6f9F0513149f',
+  points: 40,
+  error: { code: 'ACCOUNT_NOT_FOUND', message: DEFAULT_MESSAGE.ACCOUNT_NOT_FOUND },
+} as const;
+
+/** POST /quests/{questId}/batches: credit many accounts in one request (services/batches.ts). */
+export const createBatchRoute: FastifyPluginAsyncZod<{ deps: RouteDeps }> = async (app, { deps }) => {
+  const { config } = deps;
+  app.post(
+    '/quests/:questId/batches',
+    {
+      bodyLimit: config.BATCH_BODY_LIMIT_BYTES,
+      serializerCompiler: plainJson,
+      schema: {
+        operationId: 'createBatch',
+        summary: 'Credit many accounts in one request',
+        description:
+          "Every item is validated before anything is enqueued. Items are decided in the order given, and the batch takes its place in the quest's order like one request. Each item gets its own result. 200 when done within BATCH_WAIT_MS, else 202 with a status URL.",
+        tags: ['batches'],
+        security: [{ apiKey: [] }],
+        params: questIdParamsSchema,
+        headers: idempotencyHeaders.extend({ prefer: preferHeader }),
+        body: batchBody,
+        response: {
+          200: documented(batchResponse, {
+            description:
+              'Every item decided within BATCH_WAIT_MS: the batch with all its results. With `Idempotent-Replayed: true` when an earlier request with this Idempotency-Key created the batch.',
+            example: {
+              batch: {
+                ...EXAMPLE_BATCH,
+                status: 'completed',
+                processed: 2,
+                succeeded: 1,
+                failed: 1,
+                updated_at: '2026-03-01T12:00:01.456Z',
+                completed_at: '2026-03-01T12:00:01.456Z',
+                results: [{ index: 0, status: 'completed', payout: EXAMPLE_PAYOUT }, EXAMPLE_REJECTED],
+              },
+            },
+            headers: { 'Idempotent-Replayed': IDEMPOTENT_REPLAYED_HEADER },
+          }),
+          202: documented(batchResponse, {
+            description:
+              'Accepted, not finished within BATCH_WAIT_MS: the batch without results; poll the `Location` URL (GET /quests/{questId}/batches/{batchId}). ' +
+              'With `Idempotent-Replayed: true` when an earlier request with this Idempotency-Key created the batch.',
+            example: {
+              batch: {
+                ...EXAMPLE_BATCH,
+                status: 'processing',
+                processed: 1,
+                succeeded: 1,
+                failed: 0,
+                updated_at: '2026-03-01T12:00:00.789Z',
+                completed_at: null,
+              },
+            },
+            headers: {
+              Location: LOCATION_HEADER,
+              'Idempotent-Replayed': IDEMPOTENT_REPLAYED_HEADER,
+              'Preference-Applied': PREFERENCE_APPLIED_HEADER,
+            },
+          }),
+          ...errorResponses({
+            400: {
+              description:
+                'VALIDATION_FAILED (a malformed item is named by its index in details; UNSUPPORTED_MEDIA_TYPE for a body that is not JSON; ' +
+                'PAYLOAD_TOO_LARGE beyond BATCH_BODY_LIMIT_BYTES), BATCH_TOO_LARGE, IDEMPOTENCY_KEY_REUSED (details: `total`, the item count of the batch stored under the key, when known), or QUESTS_DISABLED.',
+              codes: [
+                validationExample('allocations.3.address', 'must be 0x followed by 40 hexadecimal digits'),
+                'UNSUPPORTED_MEDIA_TYPE',
+                'PAYLOAD_TOO_LARGE',
+                'BATCH_TOO_LARGE',
+                'IDEMPOTENCY_KEY_REUSED',
+                'QUESTS_DISABLED',
+              ],
+            },
+            401: AUTH_ERRORS,
+            404: { description: 'QUEST_NOT_FOUND.', codes: ['QUEST_NOT_FOUND'] },
+            503: {
+              description:
+                'QUEUE_UNAVAILABLE, DATABASE_UNAVAILABLE, or ALLOCATION_FAILED (the batch stopped; retry with the same Idempotency-Key to resume).',
+              codes: [
+                'QUEUE_UNAVAILABLE',
+                'DATABASE_UNAVAILABLE',
+                {
+                  code: 'ALLOCATION_FAILED',
+                  message:
+                    'Batch bat_01jf8q4g0x7m3r6v2k9d1n5btb stopped after 5000 of 10000 items; retry with the same Idempotency-Key to resume.',
+                  details: { batchId: 'bat_01jf8q4g0x7m3r6v2k9d1n5btb', processed: 5000 },
+                },
+              ],
+              headers: { 'Idempotent-Replayed': IDEMPOTENT_REPLAYED_HEADER },
+            },
+          }),
+        },
+      },
+    },
+    async (request, reply) => {
+      deps.flags.require('quests');
+      const { questId } = request.params;
+      const { ownerId } = await deps.auth.authorize(request.headers['x-api-key'], questId);
+      const items = request.body.allocations;
+      if (items.length > config.BATCH_MAX_ITEMS) {
+        throw new DomainError(
+          'BATCH_TOO_LARGE',
+          `A batch holds at most ${config.BATCH_MAX_ITEMS} allocations; this one has ${items.length}.`,
+        );
+      }
+      await deps.ownerItems.charge(reply, ownerId, items.length);
+      const answer = await deps.batches.create({
+        ownerId,
+        questId,
+        items,
+        idempotencyKey: request.headers['idempotency-key'],
+        respondAsync: respondAsync(request.headers.prefer),
+      });
+      if (answer.replayed) reply.header('idempotent-replayed', 'true');
+      if (answer.respondedAsync) reply.header('preference-applied', 'respond-async');
+      switch (answer.kind) {
+        case 'completed':
+          return reply.code(200).send({ batch: answer.batch });
+        case 'failed':
+          throw new DomainError(
+            'ALLOCATION_FAILED',
+            `Batch ${answer.batchId} stopped after ${answer.processed} of ${answer.total} items; retry with the same Idempotency-Key to resume.`,
+            { batchId: answer.batchId, processed: answer.processed },
+          );
+        case 'pending':
+          return reply.code(202).header('location', answer.location).send({ batch: answer.batch });
+      }
+    },
+  );
+};

@@ -1,0 +1,165 @@
+import type { Sql } from './client.ts';
+
+/**
+ * The lifecycle of requests and batches: the only module that writes their status
+ * (`allocation_requests`, `batches`; a test greps the sources to keep it so). The ledger decides
+ * items and writes their outcomes (payouts, rejections); a batch chunk's progress, including
+ * `completed`, is written here too, by `advanceBatch`, which the ledger runs inside its own
+ * transaction. Reads of the same rows are in status.ts.
+ *
+ * A request: accepted (no row) → `pending` when answered 202 (the API's marker) → decided (its
+ * payout or rejection row is the truth; the marker is left behind) or `failed` (the worker gave it
+ * up; a retry with the same key is safe). A batch: `pending` when accepted → `processing` when a
+ * worker starts or resumes it → `completed` with its last chunk, or `failed` (resumable).
+ */
+
+export interface RequestMark {
+  questId: number;
+  key: string;
+  address: string;
+  points: number;
+  /** When the item was enqueued (ms since epoch): orders the marker's writers (see migration 00006). */
+  enqueuedAt: number;
+  jobId?: string | undefined;
+}
+
+/**
+ * Write markers: pending (the API, before answering 202) or failed (the worker, when it gives an
+ * item up). Whichever lands first, the marker ends up saying what the latest enqueue's fate is; a
+ * request that already has an outcome never gets a marker that could contradict it.
+ */
+async function writeMarkers(sql: Sql, status: 'pending' | 'failed', marks: readonly RequestMark[]) {
+  if (marks.length === 0) return;
+  await sql`
+    insert into allocation_requests as r (quest_id, request_key, address, points, status, error_code, enqueued_at, job_id)
+    select v.quest_id, v.request_key, v.address, v.points, ${status}, ${status === 'failed' ? 'ALLOCATION_FAILED' : null},
+           to_timestamp(v.enqueued_ms / 1000.0), v.job_id
+    from unnest(${marks.map((m) => m.questId)}::int[], ${marks.map((m) => m.key)}::text[], ${marks.map((m) => m.address)}::text[],
+                ${marks.map((m) => m.points)}::bigint[], ${marks.map((m) => m.enqueuedAt)}::bigint[], ${marks.map((m) => m.jobId ?? null)}::text[])
+         as v(quest_id, request_key, address, points, enqueued_ms, job_id)
+    where not exists (select 1 from payouts p where p.quest_id = v.quest_id and p.request_key = v.request_key and p.batch_id is null)
+      and not exists (select 1 from allocation_rejections j where j.quest_id = v.quest_id and j.request_key = v.request_key)
+    on conflict (quest_id, request_key) do update set
+      status = excluded.status, error_code = excluded.error_code, enqueued_at = excluded.enqueued_at,
+      job_id = coalesce(excluded.job_id, r.job_id), updated_at = now()
+    where excluded.enqueued_at > r.enqueued_at or (excluded.enqueued_at = r.enqueued_at and excluded.status = 'failed')`;
+}
+
+/** Remember a request answered 202, so its status can be reported (and re-driven) before its decision lands. */
+export function recordPendingAllocation(sql: Sql, mark: RequestMark): Promise<void> {
+  return writeMarkers(sql, 'pending', [mark]);
+}
+
+/** The worker gave these items up: nothing was applied; a retry with the same key is safe. */
+export function markAllocationsFailed(sql: Sql, marks: readonly RequestMark[]): Promise<void> {
+  return writeMarkers(sql, 'failed', marks);
+}
+
+/** A stranded request was found alive (its job is still queued) or re-driven: start its clock again. */
+export async function touchRequest(sql: Sql, r: { questId: number; key: string; jobId?: string; redriven: boolean }) {
+  await sql`
+    update allocation_requests set updated_at = now(), job_id = coalesce(${r.jobId ?? null}, job_id),
+      redrives = redrives + ${r.redriven ? 1 : 0}
+    where quest_id = ${r.questId} and request_key = ${r.key} and status = 'pending'`;
+}
+
+export interface BatchRow {
+  id: string;
+  quest_id: number;
+  owner_id: string;
+  items_digest: string;
+  status: 'pending' | 'processing' | 'completed' | 'failed';
+  total: number;
+  processed: number;
+  succeeded: number;
+  failed: number;
+  error_code: string | null;
+  created_at: Date;
+  updated_at: Date;
+  completed_at: Date | null;
+}
+
+export const BATCH_COLUMNS = [
+  'id',
+  'quest_id',
+  'owner_id',
+  'items_digest',
+  'status',
+  'total',
+  'processed',
+  'succeeded',
+  'failed',
+  'error_code',
+  'created_at',
+  'updated_at',
+  'completed_at',
+] as const;
+
+/** Insert a batch (pending, with its items), or return undefined when one with this id exists (an idempotent retry). */
+export async function insertBatch(
+  sql: Sql,
+  batch: {
+    id: string;
+    questId: number;
+    ownerId: string;
+    digest: string;
+    addresses: readonly string[];
+    points: readonly number[];
+  },
+): Promise<BatchRow | undefined> {
+  const [inserted] = await sql<BatchRow[]>`
+    insert into batches (id, quest_id, owner_id, items_digest, total, addresses, points)
+    values (${batch.id}, ${batch.questId}, ${batch.ownerId}, ${batch.digest}, ${batch.addresses.length},
+            ${batch.addresses as string[]}::text[], ${batch.points as number[]}::bigint[])
+    on conflict (id) do nothing
+    returning ${sql(BATCH_COLUMNS)}`;
+  return inserted;
+}
+
+/** A worker starts (or resumes) a batch: processing, unless it is already completed. */
+export async function startBatch(sql: Sql, batchId: string): Promise<void> {
+  await sql`update batches set status = 'processing', error_code = null, updated_at = now() where id = ${batchId} and status <> 'completed'`;
+}
+
+/** A worker gives a batch up: failed, resumable from its last committed chunk with the same Idempotency-Key. */
+export async function failBatch(sql: Sql, batchId: string): Promise<void> {
+  await sql`update batches set status = 'failed', error_code = 'ALLOCATION_FAILED', updated_at = now() where id = ${batchId} and status <> 'completed'`;
+}
+
+/** A stranded batch was found alive or re-driven: start its clock again. */
+export async function touchBatch(sql: Sql, batchId: string, redriven: boolean): Promise<void> {
+  await sql`update batches set updated_at = now(), redrives = redrives + ${redriven ? 1 : 0}
+            where id = ${batchId} and status in ('pending', 'processing')`;
+}
+
+/** Thrown when a batch chunk finds the batch already advanced past its start (see advanceBatch). */
+export class BatchProgressMoved extends Error {
+  override readonly name = 'BatchProgressMoved';
+}
+
+/**
+ * Advance a batch past a chunk of `count` items that started at `start`, inside the ledger
+ * transaction that applies the chunk (`tx`): `completed` with the last chunk. Only from where the
+ * chunk started: if another copy of the job got there first, the statement fails and takes the
+ * transaction with it (BatchProgressMoved), so a chunk is never applied twice. Pipelined with
+ * COMMIT, so the guard fails in SQL (division by zero when the batch has moved), not in JavaScript
+ * after its statement returns.
+ */
+export function advanceBatch(
+  tx: Sql,
+  chunk: { batchId: string; start: number; count: number; succeeded: number; failed: number },
+): Promise<unknown> {
+  const { batchId, start, count } = chunk;
+  return tx`
+    with moved as (
+      update batches set
+        processed = processed + ${count}, succeeded = succeeded + ${chunk.succeeded}, failed = failed + ${chunk.failed},
+        status = case when processed + ${count} = total then 'completed' else 'processing' end,
+        completed_at = case when processed + ${count} = total then now() end,
+        updated_at = now()
+      where id = ${batchId} and processed = ${start}
+      returning 1)
+    select 1 / count(*)::int as guard from moved`.catch((error: { code?: string }) => {
+    throw error?.code === '22012' ? new BatchProgressMoved() : error;
+  });
+}
