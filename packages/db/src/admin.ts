@@ -12,7 +12,7 @@ import type { Sql } from './client.ts';
 
 /**
  * Operator repository: owners and their API keys, accounts (one or in bulk), campaigns, quests,
- * and the ledger audit. Used by the admin CLI; `findOwnerByApiKey` is also the API's key lookup.
+ * and the ledger audit. Used by the admin CLI; the API authenticates keys with `findApiKeyWithQuest`.
  * Inputs are validated here as well as in the CLI, so no caller can store a row the service would
  * misread (an unchecksummed address, an inverted window, an unsafe integer).
  */
@@ -186,11 +186,6 @@ export async function createApiKey(sql: Sql, ownerId: string): Promise<IssuedKey
   return issued;
 }
 
-/** Revoke a key given in full. Revoking an already revoked key keeps its first revocation time. */
-export async function revokeApiKey(sql: Sql, apiKey: string): Promise<ApiKeyRecord> {
-  return (await revokeKey(sql, { apiKey })).key;
-}
-
 export type KeyReference = { apiKey: string } | { keyId: string };
 
 const KEY_ID = /^key_[0-9a-z]{1,64}$/;
@@ -223,18 +218,6 @@ export async function revokeKey(sql: Sql, ref: KeyReference): Promise<{ key: Api
   const [existing] = await sql<Row[]>`select id, owner_id, prefix, created_at, revoked_at from api_keys where ${match}`;
   if (!existing) throw notFound;
   return { key: toKey(existing), alreadyRevoked: true };
-}
-
-export type OwnerWithKey = OwnerRecord & { keyId: string };
-
-/** The owner an API key belongs to, or null for a malformed, unknown or revoked key. */
-export async function findOwnerByApiKey(sql: Sql, apiKey: string | undefined): Promise<OwnerWithKey | null> {
-  if (!isWellFormedApiKey(apiKey)) return null;
-  const [row] = await sql<(OwnerRow & { key_id: string })[]>`
-    select o.id, o.name, o.pass_address, o.created_at, k.id as key_id
-    from api_keys k join owners o on o.id = k.owner_id
-    where k.key_hash = ${hashApiKey(apiKey)} and k.revoked_at is null`;
-  return row ? { ...toOwner(row), keyId: row.key_id } : null;
 }
 
 // ---------------------------------------------------------------------------------------------
