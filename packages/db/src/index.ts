@@ -1,5 +1,4 @@
 export * from './allocations.ts';
-export * from './admin.ts';
 export * from './client.ts';
 export * from './flags.ts';
 export * from './ledger.ts';

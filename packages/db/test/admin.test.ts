@@ -1,20 +1,12 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  AdminError,
-  audit,
-  createAccount,
-  createApiKey,
-  createCampaign,
-  createOwner,
-  createQuest,
-  createSql,
-  findApiKeyWithQuest,
-  importAccounts,
-  revokeKey,
-  setQuestActionStatus,
-  type Sql,
-} from '@quest/db';
+import { createSql, findApiKeyWithQuest, type Sql } from '@quest/db';
+import { createAccount, importAccounts } from '@quest/db/accounts';
+import { AdminError } from '@quest/db/admin-errors';
+import { audit } from '@quest/db/audit';
+import { createCampaign, createQuest, setQuestActionStatus } from '@quest/db/catalog';
+import { createApiKey, revokeKey } from '@quest/db/keys';
+import { createOwner } from '@quest/db/owners';
 import { hashApiKey } from '@quest/domain';
 import { createTestDatabase, type TestDatabase } from '@quest/testing';
 
