@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from 'commander';
-import { MAX_LIST_LIMIT } from '@quest/db';
+import { MAX_LIST_LIMIT } from '@quest/db/lists';
 import { ACTION_STATUSES, type ActionStatus, isWellFormedApiKey, toChecksumAddress } from '@quest/domain';
 
 /**

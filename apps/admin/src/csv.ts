@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { Parser, parse } from 'csv-parse';
-import type { ImportRow } from '@quest/db';
+import type { ImportRow } from '@quest/db/accounts';
 import { CliError } from './context.ts';
 
 /** Size of an input file, or a readable CLI error when it is missing or not a regular file. */

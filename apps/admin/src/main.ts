@@ -1,6 +1,6 @@
 import { CommanderError } from 'commander';
 import { ConfigError, loadEnvironment } from '@quest/config';
-import { isAdminError } from '@quest/db';
+import { isAdminError } from '@quest/db/admin-errors';
 import { CliError, type CommandOutput, Context, type Io } from './context.ts';
 import { loadAdminConfig } from './env.ts';
 import { buildProgram } from './program.ts';

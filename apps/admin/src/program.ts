@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import { Command, CommanderError, Help, InvalidArgumentError, type Option } from 'commander';
-import { FEATURES, MAX_LIST_LIMIT } from '@quest/db';
+import { FEATURES } from '@quest/db';
+import { MAX_LIST_LIMIT } from '@quest/db/lists';
 import {
   parseActionStatus,
   parseAfterInt,

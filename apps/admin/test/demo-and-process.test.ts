@@ -3,9 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findOwnerByApiKey } from '@quest/db';
 import { createTestDatabase, type TestDatabase, testServers, uniqueName } from '@quest/testing';
-import { expectFailure, expectNoStack, expectUsageErrors, jsonOf, REPO_ROOT, runCli } from './helpers.ts';
+import { activeOwnerOf, expectFailure, expectNoStack, expectUsageErrors, jsonOf, REPO_ROOT, runCli } from './helpers.ts';
 
 let db: TestDatabase;
 const cli = (...args: string[]) => runCli(args, { DATABASE_URL: db.url, API_BASE_URL: 'https://quests.example.test/' });
@@ -23,7 +22,7 @@ describe('quest-admin demo', () => {
     expect(result.code, result.stderr).toBe(0);
     const out = jsonOf(result);
     expect(out.apiBaseUrl).toBe('https://quests.example.test');
-    expect((await findOwnerByApiKey(db.sql, out.apiKey))?.id).toBe(out.owner.id);
+    expect(await activeOwnerOf(db.sql, out.apiKey)).toBe(out.owner.id);
 
     const [live, second] = out.quests;
     const quests = await db.sql`
@@ -61,8 +60,7 @@ describe('quest-admin demo', () => {
     const result = await cli('demo');
     expect(result.code, result.stderr).toBe(0);
     const key = /API key +(sk_[A-Za-z0-9_-]{43})/.exec(result.stdout)![1]!;
-    const owner = await findOwnerByApiKey(db.sql, key);
-    expect(owner).not.toBeNull();
+    expect(await activeOwnerOf(db.sql, key)).not.toBeNull();
     const questId = /public quest +(\d+)/.exec(result.stdout)![1];
     expect(result.stdout).toContain('curl -sS https://quests.example.test/quests\n');
     expect(result.stdout).toContain(`curl -sS https://quests.example.test/quests/${questId} -H 'x-api-key: ${key}'`);

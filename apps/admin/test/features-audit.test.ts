@@ -1,6 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAccount, createOwner, createQuest, getFeatureFlags } from '@quest/db';
+import { getFeatureFlags } from '@quest/db';
+import { createAccount } from '@quest/db/accounts';
+import { createQuest } from '@quest/db/catalog';
+import { createOwner } from '@quest/db/owners';
 import { createTestDatabase, type TestDatabase } from '@quest/testing';
 import { expectUsageErrors, jsonOf, runCli } from './helpers.ts';
 

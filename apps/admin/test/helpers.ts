@@ -1,6 +1,8 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
+import { findApiKeyWithQuest, type Sql } from '@quest/db';
+import { hashApiKey } from '@quest/domain';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 export const BIN = fileURLToPath(new URL('../bin/quest-admin.js', import.meta.url));
@@ -92,4 +94,13 @@ export async function expectUsageErrors(
       json: args.slice(0, args.includes('--') ? args.indexOf('--') : undefined).includes('--json'),
     });
   }
+}
+
+/**
+ * The owner a key authenticates as, the way the API looks keys up (findApiKeyWithQuest), or null
+ * for an unknown or revoked key. Quest 0 never exists: only the key half of the answer is read.
+ */
+export async function activeOwnerOf(sql: Sql, apiKey: string): Promise<string | null> {
+  const row = await findApiKeyWithQuest(sql, hashApiKey(apiKey), 0);
+  return row && row.revokedAt === null ? row.ownerId : null;
 }

@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAccount, createCampaign, createOwner, createQuest } from '@quest/db';
+import { createAccount } from '@quest/db/accounts';
+import { createCampaign, createQuest } from '@quest/db/catalog';
+import { createOwner } from '@quest/db/owners';
 import { createTestDatabase, type TestDatabase } from '@quest/testing';
 import { expectFailure, expectUsageErrors, jsonOf, runCli } from './helpers.ts';
 

@@ -1,8 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findOwnerByApiKey } from '@quest/db';
 import { createTestDatabase, type TestDatabase } from '@quest/testing';
-import { expectFailure, expectUsageError, expectUsageErrors, jsonOf, runCli } from './helpers.ts';
+import { activeOwnerOf, expectFailure, expectUsageError, expectUsageErrors, jsonOf, runCli } from './helpers.ts';
 
 let db: TestDatabase;
 const cli = (...args: string[]) => runCli(args, { DATABASE_URL: db.url });
@@ -44,7 +43,7 @@ describe('quest-admin owner create', () => {
     expect(keys).toHaveLength(1);
     expect(keys[0]!.key_hash.equals(createHash('sha256').update(out.apiKey).digest())).toBe(true);
     expect(keys[0]!.prefix).toBe(out.apiKey.slice(0, 7));
-    expect((await findOwnerByApiKey(db.sql, out.apiKey))?.id).toBe(out.owner.id);
+    expect(await activeOwnerOf(db.sql, out.apiKey)).toBe(out.owner.id);
   });
 
   it('prints readable text with the key once, and checksums upper-case input', async () => {
@@ -56,7 +55,9 @@ describe('quest-admin owner create', () => {
     );
     const key = /(sk_[A-Za-z0-9_-]{43})/.exec(result.stdout)?.[1];
     expect(key).toBeDefined();
-    expect((await findOwnerByApiKey(db.sql, key!))?.pass).toBe('0xde709f2102306220921060314715629080e2fb77');
+    const ownerId = await activeOwnerOf(db.sql, key!);
+    const [owner] = await db.sql`select pass_address from owners where id = ${ownerId}`;
+    expect(owner?.pass_address).toBe('0xde709f2102306220921060314715629080e2fb77');
   });
 
   it('refuses an invalid address as a usage error, before touching the database', async () => {
@@ -95,13 +96,13 @@ describe('quest-admin key create / revoke', () => {
     const { apiKey } = jsonOf(json);
     expect(Object.keys(jsonOf(json))).toEqual(['apiKey']);
     expect(apiKey).not.toBe(owner.apiKey);
-    expect((await findOwnerByApiKey(db.sql, apiKey))?.id).toBe(owner.id);
+    expect(await activeOwnerOf(db.sql, apiKey)).toBe(owner.id);
 
     const text = await cli('key', 'create', '--owner', owner.id);
     expect(text.code, text.stderr).toBe(0);
     expect(text.stdout).toContain(`API key for ${owner.id}`);
     const textKey = /(sk_[A-Za-z0-9_-]{43})/.exec(text.stdout)![1]!;
-    expect((await findOwnerByApiKey(db.sql, textKey))?.id).toBe(owner.id);
+    expect(await activeOwnerOf(db.sql, textKey)).toBe(owner.id);
     const [{ n }] = (await db.sql`select count(*)::int as n from api_keys where owner_id = ${owner.id}`) as unknown as [
       { n: number },
     ];
@@ -131,8 +132,8 @@ describe('quest-admin key create / revoke', () => {
       ownerId: owner.id,
       revokedAt: row!.revoked_at.toISOString(),
     });
-    expect(await findOwnerByApiKey(db.sql, owner.apiKey)).toBeNull();
-    expect((await findOwnerByApiKey(db.sql, second))?.id).toBe(owner.id);
+    expect(await activeOwnerOf(db.sql, owner.apiKey)).toBeNull();
+    expect(await activeOwnerOf(db.sql, second)).toBe(owner.id);
   });
 
   it('revokes a key (text), and reports an unknown key as an error', async () => {
@@ -141,7 +142,7 @@ describe('quest-admin key create / revoke', () => {
     expect(text.code, text.stderr).toBe(0);
     expect(text.stdout).toMatch(/^API key revoked\n {2}key id +key_/);
     expect(text.stdout).toContain(owner.id);
-    expect(await findOwnerByApiKey(db.sql, owner.apiKey)).toBeNull();
+    expect(await activeOwnerOf(db.sql, owner.apiKey)).toBeNull();
 
     const unknownKey = `sk_${randomBytes(32).toString('base64url')}`;
     const unknown = await cli('key', 'revoke', '--key', unknownKey, '--json');
@@ -178,7 +179,7 @@ describe('quest-admin key create / revoke', () => {
       ownerId: owner.id,
       revokedAt: expect.stringMatching(/^\d{4}-/),
     });
-    expect(await findOwnerByApiKey(db.sql, owner.apiKey)).toBeNull();
+    expect(await activeOwnerOf(db.sql, owner.apiKey)).toBeNull();
 
     // Again, by id and by the full key: nothing changes, and the answer says so.
     const again = await cli('key', 'revoke', '--key', keyId, '--json');

@@ -147,10 +147,11 @@ export async function pipelinedTransaction<T>(
       if (failures.length) throw failures.find((e) => (e as { code?: string })?.code !== '25P02') ?? failures[0];
     });
   } catch (error) {
-    // A connection that is gone takes its transaction with it. postgres.js (3.4.9) hangs or crashes
-    // the process (porsager/postgres#1208: a write to its null socket from a setImmediate) on any
-    // further query through a reserved connection whose socket closed, and releasing it would put
-    // the dead connection back into the pool; left alone, the pool reconnects it when needed.
+    // A connection that is gone takes its transaction with it: there is nothing to roll back (any
+    // query on it fails with CONNECTION_CLOSED, and crashes the process without our patch of
+    // porsager/postgres#1208, patches/postgres+3.4.9.patch). Releasing it would put the dead
+    // connection back into the pool as open, where postgres.js (3.4.9) fails every query routed to
+    // it and never reconnects it; left alone, the pool reconnects it when needed.
     if (isConnectionLoss(error)) lost = true;
     if (open && !lost) await tx`rollback`.catch(() => {});
     throw error;

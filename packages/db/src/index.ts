@@ -1,4 +1,3 @@
-export * from './admin.ts';
 export * from './client.ts';
 export * from './flags.ts';
 export * from './ledger.ts';

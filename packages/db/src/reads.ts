@@ -1,6 +1,6 @@
 import type { ActionStatus } from '@quest/domain';
 import type { Sql } from './client.ts';
-import type { CampaignRecord } from './admin.ts';
+import type { CampaignRecord } from './admin/catalog.ts';
 
 /**
  * Read-side queries of the HTTP API. Each answers from one indexed statement and returns plain

@@ -1,20 +1,13 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  AdminError,
-  audit,
-  createAccount,
-  createApiKey,
-  createCampaign,
-  createOwner,
-  createQuest,
-  createSql,
-  findOwnerByApiKey,
-  importAccounts,
-  revokeApiKey,
-  setQuestActionStatus,
-  type Sql,
-} from '@quest/db';
+import { createSql, findApiKeyWithQuest, type Sql } from '@quest/db';
+import { createAccount, importAccounts } from '@quest/db/accounts';
+import { AdminError } from '@quest/db/admin-errors';
+import { audit } from '@quest/db/audit';
+import { createCampaign, createQuest, setQuestActionStatus } from '@quest/db/catalog';
+import { createApiKey, revokeKey } from '@quest/db/keys';
+import { createOwner } from '@quest/db/owners';
+import { hashApiKey } from '@quest/domain';
 import { createTestDatabase, type TestDatabase } from '@quest/testing';
 
 let db: TestDatabase;
@@ -39,6 +32,15 @@ async function rejectsWith(promise: Promise<unknown>, code: string): Promise<Adm
   expect(error).toBeInstanceOf(AdminError);
   expect((error as AdminError).code).toBe(code);
   return error as AdminError;
+}
+
+/**
+ * The owner a key authenticates as, the way the API looks keys up (findApiKeyWithQuest), or null
+ * for an unknown or revoked key. Quest 0 never exists: only the key half of the answer is read.
+ */
+async function activeOwnerOf(apiKey: string): Promise<string | null> {
+  const row = await findApiKeyWithQuest(sql, hashApiKey(apiKey), 0);
+  return row && row.revokedAt === null ? row.ownerId : null;
 }
 
 /** Credit payouts the way the ledger does: payout row, quest budget down, account balance up. */
@@ -87,32 +89,39 @@ describe('owners and API keys', () => {
     expect(dump).not.toContain(apiKey.slice(7, 20));
   });
 
-  it('finds the owner by key, and not once the key is revoked', async () => {
-    const { owner, apiKey } = await createOwner(sql, { name: 'Lookup', pass: `0x${randomHex()}` });
-    const found = await findOwnerByApiKey(sql, apiKey);
-    expect(found).toMatchObject({ id: owner.id, name: 'Lookup', pass: owner.pass });
+  it('a key authenticates as its owner until revoked; the first revocation time is kept', async () => {
+    const { owner, apiKey, key } = await createOwner(sql, { name: 'Lookup', pass: `0x${randomHex()}` });
+    expect(await activeOwnerOf(apiKey)).toBe(owner.id);
 
     const second = await createApiKey(sql, owner.id);
     expect(second.apiKey).not.toBe(apiKey);
-    expect((await findOwnerByApiKey(sql, second.apiKey))?.keyId).toBe(second.key.id);
+    expect(second.key).toMatchObject({ ownerId: owner.id, prefix: second.apiKey.slice(0, 7), revokedAt: null });
+    expect(await activeOwnerOf(second.apiKey)).toBe(owner.id);
 
-    const revoked = await revokeApiKey(sql, apiKey);
-    expect(revoked.ownerId).toBe(owner.id);
-    expect(revoked.revokedAt).toBeInstanceOf(Date);
-    expect(await findOwnerByApiKey(sql, apiKey)).toBeNull();
+    const revoked = await revokeKey(sql, { apiKey });
+    expect(revoked.alreadyRevoked).toBe(false);
+    expect(revoked.key).toMatchObject({ id: key.id, ownerId: owner.id });
+    expect(revoked.key.revokedAt).toBeInstanceOf(Date);
+    expect(await activeOwnerOf(apiKey)).toBeNull();
     // The owner's other key is unaffected.
-    expect((await findOwnerByApiKey(sql, second.apiKey))?.id).toBe(owner.id);
-    // Revoking again keeps the first revocation time.
-    const again = await revokeApiKey(sql, apiKey);
-    expect(again.revokedAt!.getTime()).toBe(revoked.revokedAt!.getTime());
+    expect(await activeOwnerOf(second.apiKey)).toBe(owner.id);
+    // Revoking again, by the full key or by its id, keeps the first revocation time.
+    for (const ref of [{ apiKey }, { keyId: key.id }]) {
+      const again = await revokeKey(sql, ref);
+      expect(again.alreadyRevoked).toBe(true);
+      expect(again.key.revokedAt!.getTime()).toBe(revoked.key.revokedAt!.getTime());
+    }
+    // The id createApiKey returned names the key its secret authenticates.
+    expect((await revokeKey(sql, { keyId: second.key.id })).alreadyRevoked).toBe(false);
+    expect(await activeOwnerOf(second.apiKey)).toBeNull();
   });
 
-  it('answers null for unknown or malformed keys and refuses to revoke or issue for unknown ones', async () => {
-    expect(await findOwnerByApiKey(sql, `sk_${randomBytes(32).toString('base64url')}`)).toBeNull();
-    expect(await findOwnerByApiKey(sql, 'not-a-key')).toBeNull();
-    expect(await findOwnerByApiKey(sql, undefined)).toBeNull();
-    await rejectsWith(revokeApiKey(sql, `sk_${randomBytes(32).toString('base64url')}`), 'API_KEY_NOT_FOUND');
-    await rejectsWith(revokeApiKey(sql, 'nonsense'), 'API_KEY_NOT_FOUND');
+  it('finds no key for an unknown one and refuses to revoke or issue for unknown ones', async () => {
+    const unknown = `sk_${randomBytes(32).toString('base64url')}`;
+    expect(await findApiKeyWithQuest(sql, hashApiKey(unknown), 0)).toBeUndefined();
+    await rejectsWith(revokeKey(sql, { apiKey: unknown }), 'API_KEY_NOT_FOUND');
+    await rejectsWith(revokeKey(sql, { apiKey: 'nonsense' }), 'API_KEY_NOT_FOUND');
+    await rejectsWith(revokeKey(sql, { keyId: 'key_01jf8q4g0x7m3r6v2k9d1n5bta' }), 'API_KEY_NOT_FOUND');
     await rejectsWith(createApiKey(sql, 'own_missing'), 'OWNER_NOT_FOUND');
   });
 });

@@ -93,11 +93,6 @@ export function producerConnection(url: string, commandTimeoutMs = 1000): Redis 
   });
 }
 
-/** A consumer's connection (BullMQ workers and blocking readers): waits and reconnects forever. */
-export function consumerConnection(url: string, overrides: RedisOptions = {}): Redis {
-  return redisConnection(url, overrides);
-}
-
 /** Options for a standalone consumer connection to `url` (a cluster needs redisConnection). */
 export function consumerConnectionOptions(url: string): RedisOptions {
   if (isClusterUrl(url)) throw new Error('consumerConnectionOptions: a Redis Cluster needs redisConnection()');

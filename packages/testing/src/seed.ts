@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { audit, type Sql } from '@quest/db';
+import type { Sql } from '@quest/db';
+import { audit } from '@quest/db/audit';
 import { displayPrefix, generateApiKey, hashApiKey, newId, toChecksumAddress } from '@quest/domain';
 
 /**

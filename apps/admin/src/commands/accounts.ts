@@ -1,5 +1,5 @@
 import cliProgress from 'cli-progress';
-import { createAccount, importAccounts } from '@quest/db';
+import { createAccount, importAccounts } from '@quest/db/accounts';
 import type { CommandOutput, Context } from '../context.ts';
 import { openAccountCsv } from '../csv.ts';
 import { plural, renderFields } from '../format.ts';

@@ -1,4 +1,4 @@
-import { audit } from '@quest/db';
+import { audit } from '@quest/db/audit';
 import type { CommandOutput, Context } from '../context.ts';
 import { plural, renderTable } from '../format.ts';
 

@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { createAccount, createCampaign, createOwner, createQuest } from '@quest/db';
+import { createAccount } from '@quest/db/accounts';
+import { createCampaign, createQuest } from '@quest/db/catalog';
+import { createOwner } from '@quest/db/owners';
 import type { CommandOutput, Context } from '../context.ts';
 import { demoCurls } from '../curl.ts';
 import { renderFields } from '../format.ts';

@@ -1,4 +1,8 @@
-import { type ListPage, listAccounts, listApiKeys, listCampaigns, listOwners, listQuests } from '@quest/db';
+import { listAccounts } from '@quest/db/accounts';
+import { listCampaigns, listQuests } from '@quest/db/catalog';
+import { listApiKeys } from '@quest/db/keys';
+import type { ListPage } from '@quest/db/lists';
+import { listOwners } from '@quest/db/owners';
 import type { CommandOutput, Context } from '../context.ts';
 import { type Cell, plural, renderTable } from '../format.ts';
 

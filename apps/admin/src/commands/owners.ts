@@ -1,4 +1,5 @@
-import { createApiKey, createOwner, revokeKey } from '@quest/db';
+import { createApiKey, revokeKey } from '@quest/db/keys';
+import { createOwner } from '@quest/db/owners';
 import type { KeyRef } from '../args.ts';
 import type { CommandOutput, Context } from '../context.ts';
 import { renderFields } from '../format.ts';

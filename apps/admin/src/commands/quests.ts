@@ -1,5 +1,5 @@
 import type { ActionStatus } from '@quest/domain';
-import { createCampaign, createQuest, setQuestActionStatus } from '@quest/db';
+import { createCampaign, createQuest, setQuestActionStatus } from '@quest/db/catalog';
 import type { CommandOutput, Context } from '../context.ts';
 import { renderFields } from '../format.ts';
 

@@ -1,0 +1,143 @@
+import type { Sql } from '../client.ts';
+
+/**
+ * The ledger audit (`quest-admin audit`): the ledger invariants, checked set-based (one grouped
+ * pass over payouts per check).
+ */
+
+export interface QuestViolation {
+  questId: number;
+  totalPoints: number;
+  pointsRemaining: number;
+  /** Σ payouts.amount of the quest. */
+  paidOut: number;
+  /** total_points − (points_remaining + paid out); 0 when only a sign is wrong. */
+  discrepancy: number;
+  problems: string[];
+}
+
+export interface AccountViolation {
+  accountId: number;
+  pass: string;
+  balance: number;
+  paidIn: number;
+  /** balance − Σ payouts.amount. */
+  discrepancy: number;
+  problems: string[];
+}
+
+export interface PayoutViolation {
+  payoutId: string;
+  questId: number;
+  accountId: number;
+  amount: number;
+  problems: string[];
+}
+
+export interface AuditReport {
+  ok: boolean;
+  checked: { quests: number; accounts: number; payouts: number; pointsPaidOut: number };
+  violations: { quests: number; accounts: number; payouts: number };
+  /** Offending rows, at most `limit` of each kind; `violations` counts them all. */
+  quests: QuestViolation[];
+  accounts: AccountViolation[];
+  payouts: PayoutViolation[];
+}
+
+export async function audit(sql: Sql, opts: { limit?: number } = {}): Promise<AuditReport> {
+  const limit = opts.limit ?? 100;
+  // A repeatable-read snapshot: the counts and the violations describe one instant even while
+  // allocations go on. Read-only, so it never blocks writers.
+  return sql.begin('isolation level repeatable read read only', async (tx) => {
+    const [totals] = await tx<{ quests: number; accounts: number; payouts: number; paid: string }[]>`
+      select (select count(*) from quests)::int as quests,
+             (select count(*) from accounts)::int as accounts,
+             (select count(*) from payouts)::int as payouts,
+             (select coalesce(sum(amount), 0) from payouts)::text as paid`;
+
+    const quests = await tx<
+      {
+        id: number;
+        total_points: string;
+        points_remaining: string;
+        paid: string;
+        discrepancy: string;
+        problems: string[];
+        n: number;
+      }[]
+    >`
+      with paid as (select quest_id, sum(amount) as paid from payouts group by quest_id),
+      checked as (
+        select q.id, q.total_points, q.points_remaining, coalesce(p.paid, 0) as paid,
+               array_remove(array[
+                 case when q.total_points <> q.points_remaining + coalesce(p.paid, 0)
+                      then 'total_points <> points_remaining + sum(payouts)' end,
+                 case when q.total_points < 0 then 'total_points < 0' end,
+                 case when q.points_remaining < 0 then 'points_remaining < 0' end,
+                 case when q.points_remaining > q.total_points then 'points_remaining > total_points' end
+               ], null) as problems
+        from quests q left join paid p on p.quest_id = q.id
+      )
+      select id, total_points::text, points_remaining::text, paid::text,
+             (total_points - points_remaining - paid)::text as discrepancy, problems,
+             count(*) over ()::int as n
+      from checked where cardinality(problems) > 0
+      order by id limit ${limit}`;
+
+    const accounts = await tx<
+      { id: number; pass_address: string; balance: string; paid: string; discrepancy: string; problems: string[]; n: number }[]
+    >`
+      with paid as (select account_id, sum(amount) as paid from payouts group by account_id),
+      checked as (
+        select a.id, a.pass_address, a.balance, coalesce(p.paid, 0) as paid,
+               array_remove(array[
+                 case when a.balance <> coalesce(p.paid, 0) then 'balance <> sum(payouts)' end,
+                 case when a.balance < 0 then 'balance < 0' end
+               ], null) as problems
+        from accounts a left join paid p on p.account_id = a.id
+      )
+      select id, pass_address, balance::text, paid::text, (balance - paid)::text as discrepancy, problems,
+             count(*) over ()::int as n
+      from checked where cardinality(problems) > 0
+      order by id limit ${limit}`;
+
+    const payouts = await tx<{ id: string; quest_id: number; account_id: number; amount: string; n: number }[]>`
+      select id, quest_id, account_id, amount::text, count(*) over ()::int as n
+      from payouts where amount <= 0 order by id limit ${limit}`;
+
+    const violations = { quests: quests[0]?.n ?? 0, accounts: accounts[0]?.n ?? 0, payouts: payouts[0]?.n ?? 0 };
+    return {
+      ok: violations.quests + violations.accounts + violations.payouts === 0,
+      checked: {
+        quests: totals!.quests,
+        accounts: totals!.accounts,
+        payouts: totals!.payouts,
+        pointsPaidOut: Number(totals!.paid),
+      },
+      violations,
+      quests: quests.map((r) => ({
+        questId: r.id,
+        totalPoints: Number(r.total_points),
+        pointsRemaining: Number(r.points_remaining),
+        paidOut: Number(r.paid),
+        discrepancy: Number(r.discrepancy),
+        problems: r.problems,
+      })),
+      accounts: accounts.map((r) => ({
+        accountId: r.id,
+        pass: r.pass_address,
+        balance: Number(r.balance),
+        paidIn: Number(r.paid),
+        discrepancy: Number(r.discrepancy),
+        problems: r.problems,
+      })),
+      payouts: payouts.map((r) => ({
+        payoutId: r.id,
+        questId: r.quest_id,
+        accountId: r.account_id,
+        amount: Number(r.amount),
+        problems: ['amount <= 0'],
+      })),
+    };
+  }) as Promise<AuditReport>;
+}
