@@ -2,12 +2,13 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { describe, expect, vi } from 'vitest';
 import { partitionOf } from '@quest/domain';
-import { partitionQueueName } from '@quest/queue';
+import { deleteKeysWithPrefix, partitionQueueName } from '@quest/queue';
 import {
   createAccounts,
   parseMetrics,
   post,
   type ServiceProcess,
+  settle,
   startApiProcess,
   type System,
   systemTest,
@@ -210,5 +211,53 @@ describe('reply streams', () => {
     expect(res.status).toBe(200);
     expect(res.body.payout.amount).toBe(5);
     expect(await metric(api.baseUrl, {})).toBe(0);
+  });
+  test("a job id reused after Redis lost its data never hands another job's reply to a waiter", async ({
+    system,
+    database,
+    owner,
+    makeQuest,
+    accounts,
+    onTestFinished,
+  }) => {
+    const redis = new Redis(system.redis.url);
+    onTestFinished(() => redis.disconnect());
+    const api = await startApiProcess({ ...system.env, ALLOCATION_WAIT_MS: '1000' });
+    onTestFinished(async () => {
+      await api.process.stop('SIGKILL');
+    });
+    const sys = at(system, api.baseUrl);
+    const auth = { 'x-api-key': owner.apiKey };
+    const quest = await makeQuest();
+    const name = partitionQueueName(partitionOf(quest, PARTITIONS));
+    const queue = new Queue(name, { connection: { url: system.redis.url } as never, prefix: system.redis.prefix });
+    onTestFinished(async () => {
+      await queue.resume();
+      await queue.close();
+    });
+
+    // A is answered 202 (its partition is held), then decided: its reply reaches the API process
+    // after its waiter gave up, and is kept there for a waiter that may still come.
+    await queue.pause();
+    const first = await post(sys, `/quests/${quest}`, { points: 7, address: accounts[0] }, auth);
+    expect(first.status).toBe(202);
+    const [job] = await queue.getJobs(['waiting', 'prioritized']);
+    await queue.resume();
+    const decided = await settle(sys, first.headers.get('location')!, owner.apiKey);
+    expect(decided.allocation.payout).toMatchObject({ amount: 7, account: { pass: accounts[0] } });
+
+    // The queue's data is lost the way a failover to a replica that lagged loses it: the jobs are
+    // gone and the id counter stands where it stood before A, so the next job gets A's id.
+    await deleteKeysWithPrefix(redis, `${system.redis.prefix}:${name}`);
+    await redis.set(`${system.redis.prefix}:${name}:id`, String(Number(job!.id) - 1));
+    const second = await post(sys, `/quests/${quest}`, { points: 9, address: accounts[1] }, auth);
+    const [reused] = await queue.getJobs(['completed', 'active', 'waiting']);
+    expect(reused?.id).toBe(job!.id);
+    // B is answered with its own decision, never with A's.
+    expect(second.status).toBe(200);
+    expect(second.body.payout).toMatchObject({ amount: 9, account: { pass: accounts[1] } });
+    expect(second.body.payout.id).not.toBe(decided.allocation.payout.id);
+    const paid = await database.sql<{ amount: number }[]>`select amount::int from payouts where quest_id = ${quest} order by seq`;
+    expect(paid.map((p) => p.amount)).toEqual([7, 9]);
   });
 });
