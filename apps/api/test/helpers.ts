@@ -1,7 +1,8 @@
 import { Writable } from 'node:stream';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { createSql, type Sql, setFeatureFlags, type FeatureFlags } from '@quest/db';
-import type { Allocator } from '@quest/queue';
+import type { AllocationItem, JobReply } from '@quest/domain';
+import type { Allocator, Delivery } from '@quest/queue';
 import { createTestDatabase, OpenApiContract, type TestDatabase } from '@quest/testing';
 import { buildApp } from '../src/app.ts';
 import { type ApiConfig, loadApiConfig } from '../src/env.ts';
@@ -30,6 +31,29 @@ export const pendingAllocator: Allocator = {
   liveWorkers: async () => 1,
   close: async () => {},
 };
+
+/**
+ * An Allocator whose answers a test scripts: `allocate` hands each request to `onAllocate` (which
+ * may apply it with the real ledger, answer for it, or leave it undecided), `runBatch` to
+ * `onBatch`. It stands in for the queue and the worker pool, so a route test needs no socket.
+ */
+export function scriptedAllocator(script: {
+  onAllocate?: (item: AllocationItem) => Promise<Delivery>;
+  onBatch?: (data: { batchId: string; questId: number }) => Promise<JobReply<'batch'> | undefined>;
+}): Allocator & { items: AllocationItem[] } {
+  const items: AllocationItem[] = [];
+  return {
+    items,
+    async allocate(item) {
+      items.push(item);
+      return script.onAllocate ? script.onAllocate(item) : pendingAllocator.allocate(item);
+    },
+    runBatch: async (data) => (script.onBatch ? script.onBatch(data) : undefined),
+    ping: async () => {},
+    liveWorkers: async () => 1,
+    close: async () => {},
+  };
+}
 
 /** Log lines written by the app, parsed. */
 export class LogCapture extends Writable {
