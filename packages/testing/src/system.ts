@@ -7,6 +7,7 @@ import { type ServiceProcess, startApiProcess, startWorker } from './processes.t
 import { createAccounts, createOwner, createQuests, type SeededOwner } from './seed.ts';
 import { Redis } from 'ioredis';
 import { poolUnsettled } from './workers.ts';
+import { jsonOrText } from './http.ts';
 
 /**
  * A whole running service for system tests: its own database and Redis prefix, the real API
@@ -126,12 +127,7 @@ export interface SystemResponse {
 async function send(system: System, method: 'GET' | 'POST', path: string, init: RequestInit): Promise<SystemResponse> {
   const res = await fetch(system.baseUrl + path, { ...init, method });
   const text = await res.text();
-  let json: any;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = text;
-  }
+  const json: any = jsonOrText(text);
   system.contract.check(method, path, {
     statusCode: res.status,
     headers: Object.fromEntries(res.headers),
