@@ -1,9 +1,8 @@
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { describe, expect, vi } from 'vitest';
 import { Redis } from 'ioredis';
 import { deleteKeysWithPrefix } from '@quest/queue';
-import { parseMetrics, post, REPO_ROOT, systemTest } from '@quest/testing';
+import { freePort, parseMetrics, post, REPO_ROOT, systemTest } from '@quest/testing';
 
 // No worker at first and a short wait: the first requests are answered 202 and stay queued.
 const test = systemTest({
@@ -17,15 +16,6 @@ const test = systemTest({
     RECONCILER_MIN_AGE_MS: '300',
   },
 });
-
-/** A port free right now (the worker binds it a moment later). */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /**
  * Every PromQL expression the shipped dashboard and alert rules query. The alert file is read

@@ -1,5 +1,7 @@
 export * from './servers.ts';
 export * from './processes.ts';
+export * from './workers.ts';
+export * from './ports.ts';
 export * from './openapi.ts';
 export * from './seed.ts';
 export * from './system.ts';

@@ -1,10 +1,13 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
+import { onExitCleanup } from './exit.ts';
+import { freePort } from './ports.ts';
+import { waitForPing } from './redis.ts';
+import { until } from './wait.ts';
 
 const run = promisify(execFile);
 
@@ -26,33 +29,6 @@ export interface TestRedisCluster {
   stop(): Promise<void>;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      srv.close(() => resolve(typeof addr === 'object' && addr ? addr.port : 0));
-    });
-  });
-}
-
-async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await probe();
-      if (v !== undefined) return v;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 export async function startRedisCluster(opts: { masters?: number; replicas?: number } = {}): Promise<TestRedisCluster> {
   const masters = opts.masters ?? 3;
   const replicas = opts.replicas ?? 0;
@@ -69,10 +45,9 @@ export async function startRedisCluster(opts: { masters?: number; replicas?: num
     const c = children.get(port);
     if (c?.pid && c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
   };
-  const exitHook = () => {
+  const unregister = onExitCleanup(() => {
     for (const p of ports) kill(p);
-  };
-  process.on('exit', exitHook);
+  });
   const connections: Redis[] = [];
   const stop = async () => {
     for (const c of connections) c.disconnect();
@@ -85,7 +60,7 @@ export async function startRedisCluster(opts: { masters?: number; replicas?: num
         await exited;
       }),
     );
-    process.off('exit', exitHook);
+    unregister();
     rmSync(dir, { recursive: true, force: true });
   };
   try {
@@ -116,18 +91,7 @@ export async function startRedisCluster(opts: { masters?: number; replicas?: num
       );
       children.set(port, child);
     }
-    for (const port of ports) {
-      await until(`redis-server on ${port}`, 20_000, async () => {
-        const r = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-        r.on('error', () => {});
-        try {
-          await r.connect();
-          return (await r.ping()) === 'PONG' ? true : undefined;
-        } finally {
-          r.disconnect();
-        }
-      });
-    }
+    for (const port of ports) await waitForPing(port, children.get(port)!);
     await run(
       'redis-cli',
       ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', String(replicas), '--cluster-yes'],

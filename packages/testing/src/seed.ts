@@ -116,6 +116,19 @@ export async function createAccounts(sql: Sql, count: number): Promise<`0x${stri
   return addresses;
 }
 
+/**
+ * Accounts for testAddress(1) … testAddress(count), in slices of 20,000; an address already there
+ * is skipped, so seeding again (a second scenario, a larger count) reuses the same accounts.
+ */
+export async function createNumberedAccounts(sql: Sql, count: number): Promise<`0x${string}`[]> {
+  const addresses = Array.from({ length: count }, (_, i) => testAddress(i + 1));
+  for (let i = 0; i < addresses.length; i += 20_000) {
+    const slice = addresses.slice(i, i + 20_000);
+    await sql`insert into accounts (pass_address) select * from unnest(${slice}::text[]) on conflict (pass_address) do nothing`;
+  }
+  return addresses;
+}
+
 export interface SeededPayout {
   id: string;
   amount: number;

@@ -80,7 +80,8 @@ export function uniqueName(prefix: string): string {
   return `${prefix}_${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`;
 }
 
-function withDatabase(url: string, name: string): string {
+/** `url` (a PostgreSQL server URL) with database `name`. */
+export function withDatabase(url: string, name: string): string {
   const u = new URL(url);
   u.pathname = `/${name}`;
   return u.toString();
@@ -112,14 +113,19 @@ export async function createTestDatabase(opts: { migrate?: boolean; max?: number
     sql,
     async drop() {
       await sql.end({ timeout: 5 });
-      const admin = postgres(postgresUrl, { max: 1, onnotice: () => {} });
-      try {
-        await admin.unsafe(`drop database if exists "${name}" with (force)`);
-      } finally {
-        await admin.end();
-      }
+      await dropDatabase(postgresUrl, name);
     },
   };
+}
+
+/** Drop database `name` (its sessions ended by force), connected to the server at `serverUrl`. */
+export async function dropDatabase(serverUrl: string, name: string): Promise<void> {
+  const admin = postgres(serverUrl, { max: 1, onnotice: () => {}, connect_timeout: 5 });
+  try {
+    await admin.unsafe(`drop database if exists "${name}" with (force)`);
+  } finally {
+    await admin.end({ timeout: 2 }).catch(() => {});
+  }
 }
 
 export interface TestRedis {

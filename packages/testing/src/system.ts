@@ -1,11 +1,13 @@
 import { Queue } from 'bullmq';
-import { membersKey, partitionQueueName } from '@quest/queue';
+import { partitionQueueName } from '@quest/queue';
 import { expect, vi } from 'vitest';
 import { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis } from './servers.ts';
 import { OpenApiContract } from './openapi.ts';
-import { type ServiceProcess, startProcess, startWorker } from './processes.ts';
+import { type ServiceProcess, startApiProcess, startWorker } from './processes.ts';
 import { createAccounts, createOwner, createQuests, type SeededOwner } from './seed.ts';
 import { Redis } from 'ioredis';
+import { poolUnsettled } from './workers.ts';
+import { jsonOrText } from './http.ts';
 
 /**
  * A whole running service for system tests: its own database and Redis prefix, the real API
@@ -32,20 +34,6 @@ export interface SystemOptions {
   /** Use these instead of creating a database and a Redis prefix of its own (the caller drops them). */
   db?: TestDatabase;
   redis?: TestRedis;
-}
-
-const LISTENING = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/;
-
-/**
- * Start the API on a free port with `env`; resolves with the process and its base URL. `entry`: a
- * built bundle to run with plain node instead of the TypeScript through tsx.
- */
-export async function startApiProcess(
-  env: Record<string, string>,
-  entry = 'apps/api/src/server.ts',
-): Promise<{ process: ServiceProcess; baseUrl: string }> {
-  const api = await startProcess(entry, { ...env, PORT: '0' }, LISTENING);
-  return { process: api, baseUrl: LISTENING.exec(api.output())![1]! };
 }
 
 export async function startSystem(opts: SystemOptions): Promise<System> {
@@ -95,18 +83,6 @@ export async function startSystem(opts: SystemOptions): Promise<System> {
 export const liveWorkers = (system: System) =>
   system.workers.filter((w) => w.child.exitCode === null && w.child.signalCode === null);
 
-/** The member count of each process's latest rebalance (from its "partitions rebalanced" log lines). */
-function lastSeenMembers(worker: ServiceProcess): number | undefined {
-  const lines = worker.output().split('\n');
-  for (let i = lines.length - 1; i >= 0; i--) {
-    if (!lines[i]!.includes('"partitions rebalanced"')) continue;
-    try {
-      return (JSON.parse(lines[i]!) as { members?: number }).members;
-    } catch {}
-  }
-  return undefined;
-}
-
 /**
  * Wait until the pool has settled on exactly the live worker processes: the membership set in Redis
  * holds `members` entries (default: every live worker) and each live worker has rebalanced for that
@@ -116,12 +92,7 @@ export async function waitForPool(system: System, members = liveWorkers(system).
   const redis = new Redis(system.redis.url, { maxRetriesPerRequest: 1 });
   try {
     await vi.waitFor(
-      async () => {
-        const now = Number((await redis.time())[0]) * 1000;
-        const live = await redis.zcount(membersKey(system.redis.prefix), now, '+inf');
-        expect(live, 'live members in Redis').toBe(members);
-        for (const w of liveWorkers(system)) expect(lastSeenMembers(w), 'members seen by a worker').toBe(members);
-      },
+      async () => expect(await poolUnsettled(redis, system.redis.prefix, liveWorkers(system), members)).toBeUndefined(),
       { timeout, interval: 50 },
     );
   } finally {
@@ -156,12 +127,7 @@ export interface SystemResponse {
 async function send(system: System, method: 'GET' | 'POST', path: string, init: RequestInit): Promise<SystemResponse> {
   const res = await fetch(system.baseUrl + path, { ...init, method });
   const text = await res.text();
-  let json: any;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = text;
-  }
+  const json: any = jsonOrText(text);
   system.contract.check(method, path, {
     statusCode: res.status,
     headers: Object.fromEntries(res.headers),
@@ -215,30 +181,6 @@ export async function completedJobs(system: System) {
     await q.close();
   }
   return jobs;
-}
-
-/** The latest JSON log line of a process that carries `msg`, parsed (a line still being written is skipped). */
-function lastLogLine(worker: ServiceProcess, msg: string): Record<string, unknown> | undefined {
-  const lines = worker.output().split('\n');
-  for (let i = lines.length - 1; i >= 0; i--) {
-    if (!lines[i]!.includes(`"msg":"${msg}"`)) continue;
-    try {
-      return JSON.parse(lines[i]!) as Record<string, unknown>;
-    } catch {}
-  }
-  return undefined;
-}
-
-/** A worker process's id: its pool member id, and `processedBy` of the jobs it ran (from its "worker started" line). */
-export function workerId(worker: ServiceProcess): string {
-  const id = lastLogLine(worker, 'worker started')?.workerId;
-  if (typeof id !== 'string') throw new Error(`no worker id in the output of a worker:\n${worker.output().slice(-2000)}`);
-  return id;
-}
-
-/** The partitions a worker process owns by its latest "partitions rebalanced" line ([] before its first). */
-export function ownedPartitions(worker: ServiceProcess): number[] {
-  return (lastLogLine(worker, 'partitions rebalanced')?.partitions as number[] | undefined) ?? [];
 }
 
 /** How many jobs were ever added to the system's partition queues (the sum of BullMQ's per-queue id counters). */

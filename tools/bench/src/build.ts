@@ -1,7 +1,7 @@
 import { mkdirSync, rmSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { build, type Plugin } from 'esbuild';
-import { REPO_ROOT } from './infra.ts';
+import { type BuildOptions, build, type Plugin } from 'esbuild';
+import { REPO_ROOT } from '@quest/testing/processes';
 
 /**
  * `--runtime bundle` (the default): measure the service the way `npm start` runs it — an esbuild
@@ -30,6 +30,17 @@ const externalThirdParty: Plugin = {
   },
 };
 
+/** What every bundle here shares with scripts/build.mjs's: ESM for node, third-party packages left external. */
+const NODE_BUNDLE = {
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20',
+  sourcemap: false,
+  logLevel: 'warning',
+  plugins: [externalThirdParty],
+} satisfies BuildOptions;
+
 export async function bundleServices(outDir: string): Promise<Bundle> {
   const bin = join(outDir, 'bin');
   mkdirSync(bin, { recursive: true });
@@ -41,13 +52,7 @@ export async function bundleServices(outDir: string): Promise<Bundle> {
     },
     outdir: bin,
     outExtension: { '.js': '.mjs' },
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    sourcemap: false,
-    logLevel: 'warning',
-    plugins: [externalThirdParty],
+    ...NODE_BUNDLE,
   });
   // quest-admin resolves its third-party packages from apps/admin/node_modules (its commander is
   // newer than the one hoisted to the root), so its bundle must live under apps/admin, as
@@ -57,13 +62,7 @@ export async function bundleServices(outDir: string): Promise<Bundle> {
   await build({
     entryPoints: [join(REPO_ROOT, 'apps/admin/src/cli.ts')],
     outfile: admin,
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    sourcemap: false,
-    logLevel: 'warning',
-    plugins: [externalThirdParty],
+    ...NODE_BUNDLE,
   });
   return {
     api: join(bin, 'api.mjs'),

@@ -1,10 +1,9 @@
-import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { REPO_ROOT } from './infra.ts';
-import { adminEntry } from './procs.ts';
+import { join } from 'node:path';
+import { runCli } from '@quest/testing/cli';
+import { readRss } from './probes/rss.ts';
+import { adminEntry } from './services.ts';
 
 /**
  * `quest-admin credit` as an operator runs it: the real CLI process (bundled like `npm run build`
@@ -26,15 +25,6 @@ export interface CreditCliResult {
   stderr: string;
 }
 
-function peakRssMb(pid: number): number | undefined {
-  try {
-    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) / 1024 : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 export async function runCreditCli(opts: {
   baseUrl: string;
   apiKey: string;
@@ -50,49 +40,34 @@ export async function runCreditCli(opts: {
   await writeFile(file, `address,points\n${opts.addresses.map((a) => `${a},${points}`).join('\n')}\n`);
   try {
     const started = performance.now();
-    const run = await new Promise<{ code: number | null; stdout: string; stderr: string; peak: number | undefined }>(
-      (done, reject) => {
-        const child = spawn(
-          process.execPath,
-          [
-            resolve(REPO_ROOT, adminEntry()),
-            'credit',
-            '--quest',
-            String(opts.questId),
-            '--key',
-            opts.apiKey,
-            '--file',
-            file,
-            '--base-url',
-            opts.baseUrl,
-            '--json',
-            ...(opts.args ?? []),
-          ],
-          {
-            cwd: dir,
-            env: { PATH: process.env.PATH, HOME: process.env.HOME },
-            stdio: ['ignore', 'pipe', 'pipe'],
-          },
-        );
-        let stdout = '';
-        let stderr = '';
-        let peak: number | undefined;
+    let peak: number | undefined;
+    const run = await runCli(
+      [
+        'credit',
+        '--quest',
+        String(opts.questId),
+        '--key',
+        opts.apiKey,
+        '--file',
+        file,
+        '--base-url',
+        opts.baseUrl,
+        '--json',
+        ...(opts.args ?? []),
+      ],
+      {
+        bin: adminEntry(),
+        cwd: dir,
+        env: { PATH: process.env.PATH, HOME: process.env.HOME },
         // VmHWM only grows: the last reading before exit is the peak, to within one interval.
-        const sample = () => {
-          const v = child.pid === undefined ? undefined : peakRssMb(child.pid);
-          if (v !== undefined) peak = Math.max(peak ?? 0, v);
-        };
-        const timer = setInterval(sample, 25);
-        child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-        child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-        child.on('error', (e) => {
-          clearInterval(timer);
-          reject(e);
-        });
-        child.on('exit', () => {
-          clearInterval(timer);
-        });
-        child.on('close', (code) => done({ code, stdout, stderr, peak }));
+        watch: (child) => {
+          const timer = setInterval(() => {
+            // A process that has died but is not reaped yet has no VmHWM line (NaN): skipped.
+            const v = child.pid === undefined ? undefined : readRss(child.pid)?.hwmMb;
+            if (v !== undefined && Number.isFinite(v)) peak = Math.max(peak ?? 0, v);
+          }, 25);
+          return () => clearInterval(timer);
+        },
       },
     );
     const elapsedS = (performance.now() - started) / 1000;
@@ -106,7 +81,7 @@ export async function runCreditCli(opts: {
       code: run.code,
       elapsedS,
       rate: (summary?.credited ?? 0) / elapsedS,
-      peakRssMb: run.peak,
+      peakRssMb: peak,
       summary,
       stderr: run.stderr,
     };

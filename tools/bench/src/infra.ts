@@ -1,11 +1,8 @@
-import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
-import postgres from 'postgres';
 import { createSql, type Sql } from '@quest/db';
 import { migrate } from '@quest/db/migrate';
 import { deleteKeysWithPrefix, redisConnection } from '@quest/queue';
-
-export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+import { dropDatabase, withDatabase } from '@quest/testing/servers';
 
 export interface BenchInfra {
   /** Server URL (maintenance database `postgres`). */
@@ -18,12 +15,6 @@ export interface BenchInfra {
   sql: Sql;
   redis: Redis;
   cleanup(): Promise<void>;
-}
-
-function withDatabase(url: string, name: string): string {
-  const u = new URL(url);
-  u.pathname = `/${name}`;
-  return u.toString();
 }
 
 /**
@@ -42,13 +33,10 @@ export async function createInfra(opts: { pgUrl: string; redisUrl: string; tag: 
   const cleanup = () =>
     (cleaned ??= (async () => {
       await sql?.end({ timeout: 2 }).catch(() => {});
-      const admin = postgres(withDatabase(opts.pgUrl, 'postgres'), { max: 1, onnotice: () => {}, connect_timeout: 5 });
       try {
-        await admin.unsafe(`drop database if exists "${dbName}" with (force)`);
+        await dropDatabase(withDatabase(opts.pgUrl, 'postgres'), dbName);
       } catch (error) {
         console.error(`bench: could not drop database ${dbName}: ${(error as Error).message}`);
-      } finally {
-        await admin.end({ timeout: 2 }).catch(() => {});
       }
       try {
         if (redis.status !== 'ready') await redis.connect().catch(() => {});

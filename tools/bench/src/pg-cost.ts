@@ -2,9 +2,10 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { applyRequests, createSql, type LedgerItem } from '@quest/db';
 import { migrate } from '@quest/db/migrate';
 import { newId, partitionOf } from '@quest/domain';
-import { startPostgres } from '../../chaos/src/servers.ts';
+import { startPostgres } from '@quest/testing/postgres';
+import { createNumberedAccounts } from '@quest/testing/seed';
 import { directBatches } from './direct.ts';
-import { seedAccounts, seedOwner, seedQuests } from './seed.ts';
+import { seedOwner, seedQuests } from './seed.ts';
 import { rng } from './stats.ts';
 
 /**
@@ -47,7 +48,7 @@ async function main() {
     const sql = createSql(url, { max: 1, applicationName: 'quest-pg-cost' });
     const owner = await seedOwner(sql);
     const quests = await seedQuests(sql, owner.ownerId, 1000, 'cost');
-    const accounts = await seedAccounts(sql, 10_000);
+    const accounts = await createNumberedAccounts(sql, 10_000);
     const byPartition = Array.from({ length: PARTITIONS }, (_, p) => quests.filter((q) => partitionOf(q, PARTITIONS) === p));
     await sql`vacuum analyze`;
     await sql`checkpoint`;
@@ -92,7 +93,7 @@ async function main() {
       });
     }
     const [batchQuest] = await seedQuests(sql, owner.ownerId, 1, 'cost-batch');
-    const batchAccounts = await seedAccounts(sql, 20_000);
+    const batchAccounts = await createNumberedAccounts(sql, 20_000);
     await measure('batch credits, chunks of 5,000', 20_000, 4, async () => {
       const res = await directBatches(sql, {
         questId: batchQuest!,

@@ -123,22 +123,18 @@ export function formatSelfTimes(profile: CpuProfile, top = 25, windows?: readonl
   const idle = byArea.find((a) => a.name === 'idle')?.ms ?? 0;
   const busy = total - idle;
   const pct = (ms: number) => `${((100 * ms) / busy).toFixed(1)}%`;
-  const areas = markdownTable(
-    ['area', 'self ms', '% of busy'],
-    byArea
-      .filter((a) => a.name !== 'idle')
-      .slice(0, 15)
-      .map((a) => [a.name, a.ms.toFixed(0), pct(a.ms)]),
-    ['l', 'r', 'r'],
-  );
-  const callers = markdownTable(
-    ['package (incl. the Node internals and native calls it made)', 'ms', '% of busy'],
-    byCaller
-      .filter((a) => a.name !== 'idle')
-      .slice(0, 15)
-      .map((a) => [a.name, a.ms.toFixed(0), pct(a.ms)]),
-    ['l', 'r', 'r'],
-  );
+  // Self time by area, and by package with what it called: the 15 busiest of each.
+  const busiest = (columns: string[], rows: readonly { name: string; ms: number }[]) =>
+    markdownTable(
+      columns,
+      rows
+        .filter((a) => a.name !== 'idle')
+        .slice(0, 15)
+        .map((a) => [a.name, a.ms.toFixed(0), pct(a.ms)]),
+      ['l', 'r', 'r'],
+    );
+  const areas = busiest(['area', 'self ms', '% of busy'], byArea);
+  const callers = busiest(['package (incl. the Node internals and native calls it made)', 'ms', '% of busy'], byCaller);
   const fns = markdownTable(
     ['function', 'area', 'self ms', '% of busy'],
     byFunction

@@ -1,11 +1,16 @@
-import { spawn } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { createSql, type Sql } from '@quest/db';
+import { createOwner } from '@quest/db/owners';
 import { migrate } from '@quest/db/migrate';
-import { membersKey, partitionQueueName } from '@quest/queue';
-import { REPO_ROOT, type ServiceProcess, startProcess } from '@quest/testing/processes';
-import { createAccounts, createOwner, createQuests } from '@quest/testing/seed';
-import { freePort, onExitCleanup, type PrivatePostgres, type PrivateRedis, startPostgres, startRedis } from './servers.ts';
+import { partitionQueueName } from '@quest/queue';
+import { type CliRun, runCli } from '@quest/testing/cli';
+import { onExitCleanup } from '@quest/testing/exit';
+import { freePort } from '@quest/testing/ports';
+import { type PrivatePostgres, startPostgres } from '@quest/testing/postgres';
+import { type ServiceProcess, startApiProcess, startWorker } from '@quest/testing/processes';
+import { type PrivateRedis, startRedis } from '@quest/testing/redis';
+import { createAccounts, createQuests, randomAddress } from '@quest/testing/seed';
+import { ownedPartitions, poolUnsettled } from '@quest/testing/workers';
 
 /**
  * One whole service on private servers: PostgreSQL, Redis, the real API process on a fixed free
@@ -65,8 +70,8 @@ export class Cluster {
       await migrate(url);
       c.sql = createSql(url, { max: 4, applicationName: 'quest-chaos-checker', connectTimeout: 5 });
       c.env = { ...CHAOS_ENV, DATABASE_URL: url, REDIS_URL: redis.url, ...opts.env };
-      const owner = await createOwner(c.sql);
-      c.owner = { id: owner.id, apiKey: owner.apiKey };
+      const { owner, apiKey } = await createOwner(c.sql, { name: 'Chaos owner', pass: randomAddress() });
+      c.owner = { id: owner.id, apiKey };
       c.questIds = await createQuests(c.sql, 4, { ownerId: owner.id, totalPoints: 1_000_000_000 });
       const [creditQuest] = await createQuests(c.sql, 1, { ownerId: owner.id, totalPoints: 1_000_000_000, name: 'Credit' });
       c.creditQuestId = creditQuest!;
@@ -98,12 +103,12 @@ export class Cluster {
   }
 
   async startApi(): Promise<Proc> {
-    const proc = await startProcess('apps/api/src/server.ts', { ...this.env, PORT: String(this.apiPort) }, 'Server listening at');
+    const { process: proc } = await startApiProcess({ ...this.env, PORT: String(this.apiPort) });
     return this.track('api', proc);
   }
 
   async startWorker(extra: Record<string, string> = {}): Promise<Proc> {
-    const proc = await startProcess('apps/worker/src/main.ts', { ...this.env, ...extra }, '"worker started"', 60_000);
+    const proc = await startWorker({ ...this.env, ...extra }, 60_000);
     return this.track(`worker${this.procs.filter((p) => p.name.startsWith('worker')).length + 1}`, proc);
   }
 
@@ -137,11 +142,8 @@ export class Cluster {
     try {
       while (Date.now() < deadline) {
         try {
-          const now = Number((await redis.time())[0]) * 1000;
-          const members = await redis.zcount(membersKey(this.env.QUEUE_PREFIX!), now, '+inf');
-          const live = this.live('worker');
-          // Settled: Redis lists every live worker, and each has rebalanced for that many members.
-          if (members === live.length && live.every((w) => this.lastRebalance(w)?.members === members)) return true;
+          const live = this.live('worker').map((p) => p.proc);
+          if ((await poolUnsettled(redis, this.env.QUEUE_PREFIX!, live)) === undefined) return true;
         } catch {}
         await new Promise((r) => setTimeout(r, 100));
       }
@@ -153,18 +155,7 @@ export class Cluster {
 
   /** The partitions a worker owns by its latest "partitions rebalanced" log line. */
   ownedPartitions(p: Proc): number[] {
-    return this.lastRebalance(p)?.partitions ?? [];
-  }
-
-  private lastRebalance(p: Proc): { partitions?: number[]; members?: number } | undefined {
-    const lines = p.proc.output().split('\n');
-    for (let i = lines.length - 1; i >= 0; i--) {
-      if (!lines[i]!.includes('"partitions rebalanced"')) continue;
-      try {
-        return JSON.parse(lines[i]!) as { partitions?: number[]; members?: number };
-      } catch {}
-    }
-    return undefined;
+    return ownedPartitions(p.proc);
   }
 
   /**
@@ -200,30 +191,12 @@ export class Cluster {
     }
   }
 
-  /** Run `quest-admin` with the cluster's database; resolves with its exit and output (killed after `timeoutMs`). */
-  admin(args: string[], timeoutMs: number): Promise<{ code: number | null; ms: number; out: string; hung: boolean }> {
-    const started = Date.now();
-    const child = spawn(process.execPath, ['apps/admin/bin/quest-admin.js', ...args], {
-      cwd: REPO_ROOT,
+  /** Run `quest-admin` with the cluster's database (killed after `timeoutMs`, then `hung`). */
+  admin(args: string[], timeoutMs: number): Promise<CliRun> {
+    return runCli(args, {
       env: { ...process.env, DATABASE_URL: this.env.DATABASE_URL!, API_BASE_URL: this.baseUrl },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      timeoutMs,
     });
-    const unregister = onExitCleanup(() => child.kill('SIGKILL'));
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (out += d));
-    let hung = false;
-    const timer = setTimeout(() => {
-      hung = true;
-      child.kill('SIGKILL');
-    }, timeoutMs);
-    return new Promise((resolve) =>
-      child.once('exit', (code) => {
-        clearTimeout(timer);
-        unregister();
-        resolve({ code, ms: Date.now() - started, out, hung });
-      }),
-    );
   }
 
   async stop(): Promise<void> {

@@ -212,6 +212,6 @@ async function checkStored(cluster: Cluster): Promise<string[]> {
     }
   }
   const audit = await cluster.admin(['audit', '--json'], 60_000);
-  if (audit.code !== 0) v.push(`quest-admin audit exited ${audit.hung ? 'hung' : audit.code}: ${audit.out.slice(0, 300)}`);
+  if (audit.code !== 0) v.push(`quest-admin audit exited ${audit.hung ? 'hung' : audit.code}: ${audit.output.slice(0, 300)}`);
   return v;
 }

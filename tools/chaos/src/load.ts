@@ -1,4 +1,5 @@
 import { idempotentRequestKey } from '@quest/domain';
+import { jsonOrText } from '@quest/testing/http';
 
 /**
  * Concurrent clients that behave as the README tells a client to: every POST carries an
@@ -76,13 +77,7 @@ async function call(
 ): Promise<{ status: Answer; body: any; location?: string | null }> {
   try {
     const res = await fetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) });
-    const text = await res.text();
-    let body: any;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      body = text;
-    }
+    const body: any = jsonOrText(await res.text());
     return { status: res.status, body, location: res.headers.get('location') };
   } catch {
     return { status: 'error', body: undefined };

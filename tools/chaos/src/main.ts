@@ -2,7 +2,9 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { REPO_ROOT } from '@quest/testing/processes';
-import { FULL_LOAD, formatTable, runScenario, SCENARIOS, type ScenarioResult, SMALL_LOAD } from './scenarios.ts';
+import { FULL_LOAD, runScenario, type ScenarioResult, SMALL_LOAD } from './run.ts';
+import { SCENARIOS } from './scenarios/index.ts';
+import { formatTable } from './table.ts';
 
 /**
  * `npm run chaos [-- --only a,b] [--small] [--no-readme] [--dump DIR]`: every fault scenario in turn, each on

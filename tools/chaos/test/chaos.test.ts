@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'vitest';
-import { CREDIT_BOUND_MS, HEALTH_BOUND_MS, RESOLVE_BOUND_MS, runScenario, SCENARIOS, SMALL_LOAD } from '../src/scenarios.ts';
+import { CREDIT_BOUND_MS, HEALTH_BOUND_MS, RESOLVE_BOUND_MS, runScenario, SMALL_LOAD } from '../src/run.ts';
+import { SCENARIOS } from '../src/scenarios/index.ts';
 
 /**
  * The fast subset of `npm run chaos`: three faults under small load, each on its own private

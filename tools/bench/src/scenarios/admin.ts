@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -6,11 +5,14 @@ import { join } from 'node:path';
 import { createSql, type Sql } from '@quest/db';
 import { importAccounts } from '@quest/db/accounts';
 import { type AuditReport, audit } from '@quest/db/audit';
-import { REPO_ROOT } from './infra.ts';
-import { adminEntry } from './procs.ts';
-import { type BaseCtx, cpuNote, finish, measured, type ScenarioOutput, type Verdict } from './scenarios.ts';
-import { seedQuests } from './seed.ts';
-import { groupThousands } from './stats.ts';
+import { type CliRun, runCli } from '@quest/testing/cli';
+import type { BaseCtx, ScenarioOutput, Verdict } from '../context.ts';
+import { cpuNote } from '../figures.ts';
+import { measured } from '../measure.ts';
+import { seedQuests } from '../seed.ts';
+import { adminEntry } from '../services.ts';
+import { groupThousands } from '../stats.ts';
+import { finish } from '../verify.ts';
 
 /**
  * admin: the operator CLI against the database, no service running.
@@ -37,26 +39,8 @@ const SAMPLED = { sampleEveryMs: 50 };
 
 const randomAddresses = (n: number) => Array.from({ length: n }, () => `0x${randomBytes(20).toString('hex')}`);
 
-interface CliRun {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 function runAdminCli(args: string[], databaseUrl: string): Promise<CliRun> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [adminEntry(), ...args], {
-      cwd: REPO_ROOT,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: databaseUrl },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+  return runCli(args, { bin: adminEntry(), env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: databaseUrl } });
 }
 
 /** The --json object a run printed, if it printed one. */

@@ -1,15 +1,16 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Redis } from 'ioredis';
-import { type LoadResult, runLoad } from './http-load.ts';
-import { freePort, type Service, type ServiceEnv, startApi, startWorkerProcess, waitForPool } from './procs.ts';
-import { type BaseCtx, finish, jobStats, type JobStats, measured, type ScenarioOutput, type Verdict } from './scenarios.ts';
+import type { Redis } from 'ioredis';
 import { partitionOf } from '@quest/domain';
 import { isClusterUrl, masterConnections, redisConnection } from '@quest/queue';
-import { seedAccounts, seedQuests } from './seed.ts';
-import { type Row, rng } from './stats.ts';
+import { startRedis } from '@quest/testing/redis';
+import { createNumberedAccounts } from '@quest/testing/seed';
+import type { BaseCtx, ScenarioOutput, Verdict } from '../context.ts';
+import { type LoadResult, runLoad } from '../http-load.ts';
+import { type JobStats, jobStats } from '../jobs.ts';
+import { measured } from '../measure.ts';
+import { seedQuests } from '../seed.ts';
+import { type Service, type ServiceEnv, startApi, startWorkerProcess, waitForPool } from '../services.ts';
+import { type Row, rng } from '../stats.ts';
+import { finish } from '../verify.ts';
 
 /**
  * api-scale: the same number of allocations sent through 1, 2, 4 … API processes (the load split
@@ -45,43 +46,10 @@ interface OwnRedis {
   stop(): Promise<void>;
 }
 
+/** A redis-server of its own (free port, temp dir, no persistence): its INFO counts this scenario alone. */
 async function startOwnRedis(): Promise<OwnRedis> {
-  const port = await freePort();
-  const dir = mkdtempSync(join(tmpdir(), 'qr-bench-redis-'));
-  const child: ChildProcess = spawn(
-    'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no'],
-    { stdio: 'ignore' },
-  );
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const url = `redis://127.0.0.1:${port}`;
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const r = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    r.on('error', () => {});
-    try {
-      await r.connect();
-      if ((await r.ping()) === 'PONG') break;
-    } catch {
-    } finally {
-      r.disconnect();
-    }
-    if (child.exitCode !== null) throw new Error(`redis-server on ${port} exited with ${child.exitCode}`);
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`redis-server on ${port} did not answer within 20 s`);
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return {
-    url,
-    pid: child.pid!,
-    async stop() {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-      await exited;
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
+  const redis = await startRedis('none');
+  return { url: redis.url, pid: redis.pid() ?? -1, stop: () => redis.stop() };
 }
 
 interface RedisCounters {
@@ -151,7 +119,7 @@ function roleCpu(cpu: Record<string, number>): Record<string, number> {
 
 export async function apiScaleScenario(ctx: BaseCtx, o: ApiScaleOptions): Promise<ScenarioOutput> {
   const { infra, owner } = ctx;
-  const accounts = await seedAccounts(infra.sql, o.accountPool);
+  const accounts = await createNumberedAccounts(infra.sql, o.accountPool);
   // Its own redis-server (so INFO counts only this scenario), or the bench's own cluster (--redis-cluster).
   const own: OwnRedis = isClusterUrl(infra.redisUrl)
     ? { url: infra.redisUrl, pid: -1, stop: async () => {} }

@@ -1,0 +1,78 @@
+import { describe, expect, it } from 'vitest';
+import { benchConfig } from './config.ts';
+import type { ScenarioOutput } from './context.ts';
+import { goalTable } from './goals.ts';
+import type { Row } from './stats.ts';
+
+const cfg = benchConfig(true, { chunkSize: 5000 });
+
+function output(name: ScenarioOutput['name'], rows: Omit<Row, 'scenario' | 'status'>[]): ScenarioOutput {
+  return { name, ok: true, rows: rows.map((r) => ({ ...r, scenario: name, status: 'PASS' })), raw: {}, notes: [] };
+}
+
+/** The goals table as { goal → [measured, verdict] }. */
+function goals(outputs: ScenarioOutput[]): Map<string, [string, string]> {
+  const lines = goalTable(outputs, cfg).split('\n').slice(2);
+  return new Map(
+    lines.map((l) => {
+      const [goal, measured, verdict] = l
+        .slice(1, -1)
+        .split(' | ')
+        .map((c) => c.trim());
+      return [goal!, [measured!, verdict!]];
+    }),
+  );
+}
+
+describe('goals table', () => {
+  it('lists every goal, each "not measured" when its scenario did not run', () => {
+    const table = goals([]);
+    expect(table.size).toBe(16);
+    expect([...table.values()].every(([m, v]) => m === '—' && v === 'not measured')).toBe(true);
+    expect(table.has('quest-admin credit ≥ 30,000 credits/s (20,000 rows, spawn to exit)')).toBe(true);
+    expect(table.has('admin: import 100,000 accounts (quest-admin account import) < 10 s')).toBe(true);
+  });
+
+  it('compares the service, its ratio to the limit and to the reference against each target', () => {
+    const table = goals([
+      output('latency', [
+        { metric: 'p50', unit: 'ms', service: 2.5, limit: 1, reference: 2 },
+        { metric: 'p99', unit: 'ms', service: 20, limit: 5, reference: 10 },
+        { metric: 'CPU per allocation (all processes)', unit: 'ms', service: null, limit: 1 },
+      ]),
+      output('throughput', [
+        { metric: 'allocations/s (limit: single-item tx)', unit: '/s', service: 3000, limit: 4000, reference: 1000 },
+        { metric: 'allocations/s (limit: coalesced lists)', unit: '/s', service: 3000, limit: 6000 },
+      ]),
+    ]);
+    expect(table.get('1. latency p50 ≤ 3 ms')).toEqual(['2.50 ms', 'met']);
+    expect(table.get('1. latency p99 ≤ 15 ms')).toEqual(['20.0 ms', 'MISSED']);
+    expect(table.get('latency p50 ≤ reference p50')).toEqual(['2.50 ms vs 2.00 ms = 1.25×', 'MISSED']);
+    expect(table.get('latency p99 ≤ 1.5 × reference p99')).toEqual(['20.0 ms vs 10.0 ms = 2.00×', 'MISSED']);
+    expect(table.get('CPU per lone allocation ≤ 1.5 ms')).toEqual(['—', 'not measured']);
+    expect(table.get('2. throughput ≥ 0.5 × single-item limit')).toEqual(['3,000/s = 0.75 × 4,000/s', 'met']);
+    expect(table.get('throughput ≥ 2 × reference')).toEqual(['3,000/s vs 1,000/s = 3.00×', 'met']);
+    expect(table.get('throughput ≥ 0.6 × coalesced-lists limit')).toEqual(['0.50', 'MISSED']);
+    expect(table.get('hot quest ≥ 15 × reference')).toEqual(['—', 'not measured']);
+  });
+
+  it('takes the largest peak RSS of the memory rows and the credit CLI, and strict bounds for admin', () => {
+    const table = goals([
+      output('memory', [
+        { metric: 'peak RSS api (during throughput)', unit: 'MB', service: 120 },
+        { metric: 'peak RSS bench-w1 (during throughput)', unit: 'MB', service: 150 },
+      ]),
+      output('batch', [{ metric: 'quest-admin credit peak RSS (goal ≤ 200 MB)', unit: 'MB', service: 210 }]),
+      output('admin', [
+        { metric: 'account import, 100,000 rows (goal < 10 s; limit: importAccounts)', unit: 's', service: 10, limit: 2 },
+        { metric: 'audit, 1,000,000 payouts (goal < 10 s; limit: audit())', unit: 's', service: 3.21, limit: 1 },
+      ]),
+    ]);
+    expect(table.get('6. ≤ 200 MB RSS per process')).toEqual(['max 210 MB', 'MISSED']);
+    expect(table.get('admin: import 100,000 accounts (quest-admin account import) < 10 s')).toEqual([
+      '10.0 s (importAccounts 2.0 s)',
+      'MISSED',
+    ]);
+    expect(table.get('admin: audit over 1,000,000 payouts (quest-admin audit) < 10 s')).toEqual(['3.2 s (audit() 1.0 s)', 'met']);
+  });
+});

@@ -1,0 +1,151 @@
+import type { BenchConfig } from './config.ts';
+import type { ScenarioOutput } from './context.ts';
+import { AUDIT_GOAL_S, IMPORT_GOAL_S } from './scenarios/admin.ts';
+import { formatValue, groupThousands, markdownTable, type Row, type Unit } from './stats.ts';
+
+/**
+ * The goals table (reported, not asserted): each goal names the figure it reads from the results
+ * table, the target and the comparison. A goal whose rows were not measured in this run says so.
+ */
+
+/** What a goal compares (`value`) and what the table shows for it (`text`). */
+export interface Figure {
+  value: number;
+  text: string;
+}
+
+export interface Goal {
+  name: string | ((cfg: BenchConfig) => string);
+  /** The figure from this run's rows; undefined when they were not measured. */
+  figure(rows: Results): Figure | undefined;
+  compare: '<=' | '<' | '>=';
+  target: number;
+}
+
+/** The rows of one run, looked up by scenario and the start of a metric's name. */
+export class Results {
+  constructor(readonly outputs: readonly ScenarioOutput[]) {}
+
+  find(scenario: string, metric: string): Row | undefined {
+    return this.outputs.flatMap((o) => o.rows).find((r) => r.scenario === scenario && r.metric.startsWith(metric));
+  }
+
+  /** Every row of a scenario whose metric starts with `metric` ('' for all). */
+  all(scenario: string, metric = ''): Row[] {
+    return (this.outputs.find((o) => o.name === scenario)?.rows ?? []).filter((r) => r.metric.startsWith(metric));
+  }
+}
+
+const num = (r: Row | undefined) => (typeof r?.service === 'number' ? r.service : undefined);
+
+/** The service's own figure. */
+const measured =
+  (scenario: string, metric: string, unit: Unit) =>
+  (res: Results): Figure | undefined => {
+    const v = num(res.find(scenario, metric));
+    return v === undefined ? undefined : { value: v, text: formatValue(v, unit) };
+  };
+
+/** service ÷ limit; shown as "service = ratio × limit", or the bare ratio. */
+const ofLimit =
+  (scenario: string, metric: string, unit: Unit, show: 'both' | 'ratio' = 'both') =>
+  (res: Results): Figure | undefined => {
+    const r = res.find(scenario, metric);
+    const v = num(r);
+    if (v === undefined || typeof r?.limit !== 'number' || !(r.limit > 0)) return undefined;
+    const x = v / r.limit;
+    return {
+      value: x,
+      text: show === 'ratio' ? x.toFixed(2) : `${formatValue(v, unit)} = ${x.toFixed(2)} × ${formatValue(r.limit, unit)}`,
+    };
+  };
+
+/** service ÷ the reference service (a plain synchronous Fastify + postgres.js service). */
+const ofReference =
+  (scenario: string, metric: string, unit: Unit) =>
+  (res: Results): Figure | undefined => {
+    const r = res.find(scenario, metric);
+    const v = num(r);
+    if (v === undefined || typeof r?.reference !== 'number' || !(r.reference > 0)) return undefined;
+    const x = v / r.reference;
+    return { value: x, text: `${formatValue(v, unit)} vs ${formatValue(r.reference, unit)} = ${x.toFixed(2)}×` };
+  };
+
+/** The CLI's time, with the in-process limit's (the @quest/db function it calls) in brackets. */
+const cliBesideLimit =
+  (scenario: string, metric: string, limitName: string) =>
+  (res: Results): Figure | undefined => {
+    const r = res.find(scenario, metric);
+    const v = num(r);
+    return v === undefined
+      ? undefined
+      : { value: v, text: `${formatValue(v, 's')} (${limitName} ${formatValue(r!.limit, 's')})` };
+  };
+
+/** The largest peak RSS of any process: the API and workers during throughput, the quest-admin credit CLI. */
+const maxRss = (res: Results): Figure | undefined => {
+  const rows = [...res.all('memory'), ...res.all('batch', 'quest-admin credit peak RSS')];
+  if (!rows.length) return undefined;
+  const max = Math.max(...rows.map((r) => num(r) ?? 0));
+  return { value: max, text: `max ${formatValue(max, 'MB')}` };
+};
+
+const SINGLE = 'allocations/s (limit: single';
+const COALESCED = 'allocations/s (limit: coalesced';
+
+export const GOALS: Goal[] = [
+  { name: '1. latency p50 ≤ 3 ms', figure: measured('latency', 'p50', 'ms'), compare: '<=', target: 3 },
+  { name: '1. latency p99 ≤ 15 ms', figure: measured('latency', 'p99', 'ms'), compare: '<=', target: 15 },
+  { name: '2. throughput ≥ 0.5 × single-item limit', figure: ofLimit('throughput', SINGLE, '/s'), compare: '>=', target: 0.5 },
+  { name: 'latency p50 ≤ reference p50', figure: ofReference('latency', 'p50', 'ms'), compare: '<=', target: 1 },
+  { name: 'latency p99 ≤ 1.5 × reference p99', figure: ofReference('latency', 'p99', 'ms'), compare: '<=', target: 1.5 },
+  {
+    name: 'CPU per lone allocation ≤ 1.5 ms',
+    figure: measured('latency', 'CPU per allocation', 'ms'),
+    compare: '<=',
+    target: 1.5,
+  },
+  { name: 'throughput ≥ 2 × reference', figure: ofReference('throughput', SINGLE, '/s'), compare: '>=', target: 2 },
+  {
+    name: 'throughput ≥ 0.6 × coalesced-lists limit',
+    figure: ofLimit('throughput', COALESCED, '/s', 'ratio'),
+    compare: '>=',
+    target: 0.6,
+  },
+  { name: 'hot quest ≥ 15 × reference', figure: ofReference('hot', SINGLE, '/s'), compare: '>=', target: 15 },
+  { name: 'hot quest p99 ≤ 50 ms', figure: measured('hot', 'p99', 'ms'), compare: '<=', target: 50 },
+  { name: '4. batch ≥ 30,000 credits/s', figure: measured('batch', 'credits/s,', '/s'), compare: '>=', target: 30_000 },
+  { name: 'batches endpoint ≥ 0.9 × bulk-apply limit', figure: ofLimit('batch', 'credits/s,', '/s'), compare: '>=', target: 0.9 },
+  {
+    name: (cfg) => `quest-admin credit ≥ 30,000 credits/s (${groupThousands(cfg.batchItems)} rows, spawn to exit)`,
+    figure: measured('batch', 'quest-admin credit, ', '/s'),
+    compare: '>=',
+    target: 30_000,
+  },
+  { name: '6. ≤ 200 MB RSS per process', figure: maxRss, compare: '<=', target: 200 },
+  {
+    name: (cfg) => `admin: import ${groupThousands(cfg.importRows)} accounts (quest-admin account import) < ${IMPORT_GOAL_S} s`,
+    figure: cliBesideLimit('admin', 'account import, ', 'importAccounts'),
+    compare: '<',
+    target: IMPORT_GOAL_S,
+  },
+  {
+    name: (cfg) => `admin: audit over ${groupThousands(cfg.auditPayouts)} payouts (quest-admin audit) < ${AUDIT_GOAL_S} s`,
+    figure: cliBesideLimit('admin', 'audit, ', 'audit()'),
+    compare: '<',
+    target: AUDIT_GOAL_S,
+  },
+];
+
+const meets = (value: number, compare: Goal['compare'], target: number) =>
+  compare === '<=' ? value <= target : compare === '<' ? value < target : value >= target;
+
+export function goalTable(outputs: readonly ScenarioOutput[], cfg: BenchConfig, goals: readonly Goal[] = GOALS): string {
+  const results = new Results(outputs);
+  const rows = goals.map((g) => {
+    const f = g.figure(results);
+    const verdict = f === undefined ? 'not measured' : meets(f.value, g.compare, g.target) ? 'met' : 'MISSED';
+    return [typeof g.name === 'string' ? g.name : g.name(cfg), f?.text ?? '—', verdict];
+  });
+  return markdownTable(['goal', 'measured', 'verdict'], rows);
+}

@@ -1,0 +1,94 @@
+import type { Ctx, ScenarioOutput } from '../context.ts';
+import { directSingle } from '../direct.ts';
+import { cpuNote, cpuPerCredit, ioCalls, ioNote, perCredit } from '../figures.ts';
+import { runLoad } from '../http-load.ts';
+import { measured, withLimitPool } from '../measure.ts';
+import { seedQuests } from '../seed.ts';
+import { formatValue, rng } from '../stats.ts';
+import { finish, lean, verifyDirect, verifyLoad } from '../verify.ts';
+import { referenceRun } from './runs.ts';
+
+export async function latencyScenario(ctx: Ctx): Promise<ScenarioOutput> {
+  const { cfg, infra, owner } = ctx;
+  const n = cfg.latencyRequests;
+  const [svcQuest] = await seedQuests(infra.sql, owner.ownerId, 1, 'latency');
+  const r = rng(1);
+  const pickAccount = () => ctx.accounts[Math.floor(r() * cfg.accountPool)]!;
+  ctx.log(`latency: ${n} sequential POSTs, 1 connection`);
+  const {
+    result: load,
+    cpu: svcCpu,
+    io: svcIo,
+    redis: svcRedis,
+  } = await measured(ctx, 'latency (service)', () =>
+    runLoad({
+      baseUrl: ctx.api.baseUrl,
+      apiKey: owner.apiKey,
+      connections: 1,
+      amount: n,
+      pick: () => ({ questId: svcQuest!, address: pickAccount() }),
+    }),
+  );
+  const v1 = await verifyLoad(ctx, [svcQuest!], load);
+
+  const ref = await referenceRun(ctx, 'latency', { connections: 1, amount: n, quests: 1, seed: 1 });
+
+  const [limQuest] = await seedQuests(infra.sql, owner.ownerId, 1, 'latency-limit');
+  ctx.log(`latency: limit, ${n} sequential ledger transactions`);
+  const { result: direct, cpu: limitCpu } = await withLimitPool(ctx, 1, (sql) =>
+    measured(ctx, 'latency (limit)', () =>
+      directSingle(sql, {
+        concurrency: 1,
+        amount: n,
+        pick: () => ({ questId: limQuest!, address: pickAccount() }),
+      }),
+    ),
+  );
+  const v2 = await verifyDirect(ctx, [limQuest!], direct);
+
+  return finish(
+    ctx,
+    'latency',
+    [v1, v2, ...(ref ? [ref.verdict] : [])],
+    [
+      { metric: 'p50', unit: 'ms', service: load.latency.p50, limit: direct.latency.p50, reference: ref?.load.latency.p50 },
+      { metric: 'p90', unit: 'ms', service: load.latency.p90, limit: direct.latency.p90, reference: ref?.load.latency.p90 },
+      { metric: 'p99', unit: 'ms', service: load.latency.p99, limit: direct.latency.p99, reference: ref?.load.latency.p99 },
+      { metric: 'allocations/s (1 client)', unit: '/s', service: load.rate, limit: direct.rate, reference: ref?.load.rate },
+      {
+        metric: 'CPU per allocation (all processes)',
+        unit: 'ms',
+        service: cpuPerCredit(svcCpu, load.ok200, 'service'),
+        limit: cpuPerCredit(limitCpu, direct.completed, 'limit'),
+        reference: ref ? cpuPerCredit(ref.cpu, ref.load.ok200, 'reference') : undefined,
+      },
+      {
+        metric: 'I/O system calls per allocation (API + workers)',
+        unit: 'per',
+        service: perCredit(ioCalls(svcIo, ['api', 'workers']), load.ok200),
+        limit: undefined,
+        reference: ref ? perCredit(ioCalls(ref.io, ['reference']), ref.load.ok200) : undefined,
+      },
+      {
+        metric: 'Redis commands per allocation (of which Lua scripts)',
+        unit: 'text',
+        service: svcRedis
+          ? `${(svcRedis.commands / Math.max(1, load.ok200)).toFixed(1)} (${(svcRedis.scripts / Math.max(1, load.ok200)).toFixed(1)})`
+          : null,
+        limit: undefined,
+      },
+    ],
+    {
+      service: { ...lean(load), cpu: svcCpu, io: svcIo, redis: svcRedis },
+      limit: { ...lean(direct), cpu: limitCpu },
+      reference: ref && { ...lean(ref.load), cpu: ref.cpu, io: ref.io },
+    },
+    [
+      `latency: I/O system calls per allocation (reads + writes): ${ioNote(svcIo, load.ok200)}${ref ? `; reference ${ioNote(ref.io, ref.load.ok200)}` : ''}`,
+      `latency: ${load.ok200} × 200, ${load.accepted202} × 202; max ${formatValue(load.latency.max, 'ms')} (limit max ${formatValue(direct.latency.max, 'ms')})`,
+      cpuNote('latency (service)', load.elapsedS, svcCpu, load.ok200),
+      cpuNote('latency (limit)', direct.elapsedS, limitCpu, direct.completed),
+      ...(ref ? [cpuNote('latency (reference)', ref.load.elapsedS, ref.cpu, ref.load.ok200)] : []),
+    ],
+  );
+}

@@ -1,0 +1,124 @@
+import { createSql, type Sql } from '@quest/db';
+import { createNumberedAccounts } from '@quest/testing/seed';
+import type { ScenarioName } from './config.ts';
+import type { BaseCtx, Ctx } from './context.ts';
+import { runLoad } from './http-load.ts';
+import { seedQuests } from './seed.ts';
+import { type Service, type ServiceEnv, startApi, startReference, startWorkerProcess, waitForPool } from './services.ts';
+import { rng } from './stats.ts';
+
+export interface ServiceOptions {
+  selected: ReadonlySet<ScenarioName>;
+  /** Run the reference service beside the service (latency, throughput and hot compare against it). */
+  reference: boolean;
+  runtime: 'tsx' | 'bundle';
+  /** node flags for a spawned process of the role (--cpu-prof when profiling it). */
+  profileArgs(role: 'api' | 'worker'): string[];
+}
+
+/** The limit runs' pool, open between openLimitPool() and closeLimitPool() (ended on teardown too). */
+let limitPool: Sql | undefined;
+
+export async function endLimitPool(): Promise<void> {
+  await limitPool?.end({ timeout: 2 }).catch(() => {});
+}
+
+/** Seed the service's accounts, start the API and the workers, warm them up: the context of the service's scenarios. */
+export async function startService(base: BaseCtx, o: ServiceOptions): Promise<Ctx> {
+  const { cfg, log } = base;
+  const { selected, profileArgs } = o;
+  const accountCount = Math.max(cfg.accountPool, selected.has('batch') ? cfg.batchItems : 0);
+  const accounts = await createNumberedAccounts(base.infra.sql, accountCount);
+  await base.infra.sql`analyze`;
+  log(`seeded owner, ${accounts.length} accounts`);
+
+  const env: ServiceEnv = {
+    DATABASE_URL: base.infra.databaseUrl,
+    REDIS_URL: base.infra.redisUrl,
+    QUEUE_PREFIX: base.infra.prefix,
+    QUEUE_PARTITIONS: String(cfg.partitions),
+    LOG_LEVEL: 'warn',
+    BATCH_CHUNK_SIZE: String(cfg.chunkSize),
+  };
+  let workers: Service[] = [];
+  let generation = 0;
+  const startWorkers = async (n: number) => {
+    generation++;
+    const ids = Array.from({ length: n }, (_, i) => `bench-w${i + 1}${generation > 1 ? `g${generation}` : ''}`);
+    workers = ids.map((id) => startWorkerProcess(env, id, profileArgs('worker')));
+    await waitForPool(base.infra.redis, base.infra.prefix, cfg.partitions, ids, workers);
+  };
+
+  log(`starting the API and ${cfg.workers} workers (${o.runtime})`);
+  const [api] = await Promise.all([startApi(env, profileArgs('api')), startWorkers(cfg.workers)]);
+  log(`API at ${api.baseUrl}; workers ${workers.map((w) => `${w.name}(pid ${w.pid})`).join(', ')}`);
+  const wantsReference = o.reference && ['latency', 'throughput', 'hot'].some((n) => selected.has(n as ScenarioName));
+  const reference = wantsReference ? await startReference({ DATABASE_URL: base.infra.databaseUrl }) : undefined;
+  if (reference) log(`reference service at ${reference.baseUrl}`);
+
+  const warmQuests = await seedQuests(base.infra.sql, base.owner.ownerId, 32, 'warm-up');
+  const warm = async () => {
+    const r = rng(99);
+    // Unmeasured: connections, JIT and caches warm before the first measured run.
+    const load = (baseUrl: string) =>
+      runLoad({
+        baseUrl,
+        apiKey: base.owner.apiKey,
+        connections: 16,
+        durationS: cfg.warmupS,
+        pick: () => ({
+          questId: warmQuests[Math.floor(r() * warmQuests.length)]!,
+          address: accounts[Math.floor(r() * cfg.accountPool)]!,
+        }),
+      });
+    const w = await load(api.baseUrl);
+    log(`warm-up: ${w.ok200} allocations in ${w.elapsedS.toFixed(1)} s (not measured)`);
+    if (reference) {
+      const wr = await load(reference.baseUrl);
+      log(`warm-up: reference service ${wr.ok200} allocations (not measured)`);
+    }
+  };
+  await warm();
+
+  const ctx: Ctx = {
+    ...base,
+    services: () => [api, ...workers, ...(reference ? [reference] : [])],
+    accounts,
+    api,
+    ...(reference ? { reference } : {}),
+    workers: () => workers,
+    async restartWorkers(n) {
+      log(`restarting workers: ${workers.length} → ${n}`);
+      await Promise.all(workers.map((w) => w.stop('SIGTERM')));
+      await startWorkers(n);
+      await warm();
+    },
+    async openLimitPool(max) {
+      await limitPool?.end({ timeout: 2 });
+      const pool = createSql(base.infra.databaseUrl, { max, idleTimeout: 0, applicationName: 'quest-bench-limit' });
+      limitPool = pool;
+      const deadline = Date.now() + 60_000;
+      for (;;) {
+        try {
+          await Promise.all(Array.from({ length: max }, () => pool`select pg_sleep(0.02)`));
+          return pool;
+        } catch (error) {
+          // 53300: too many connections — the server is shared; wait for others to let go.
+          if ((error as { code?: string }).code !== '53300' || Date.now() > deadline) throw error;
+          const holders = await base.infra.sql<{ datname: string | null; n: number }[]>`
+            select datname, count(*)::int as n from pg_stat_activity group by 1 order by 2 desc limit 4`.catch(() => []);
+          log(
+            `limit pool: server has no free connections for ${max}, waiting (held: ${holders.map((h) => `${h.datname ?? 'background'} ${h.n}`).join(', ')})`,
+          );
+          await new Promise((r) => setTimeout(r, 1000));
+        }
+      }
+    },
+    async closeLimitPool() {
+      await limitPool?.end({ timeout: 5 });
+      limitPool = undefined;
+    },
+    shared: {},
+  };
+  return ctx;
+}

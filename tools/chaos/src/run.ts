@@ -1,0 +1,199 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { onExitCleanup } from '@quest/testing/exit';
+import { Cluster } from './cluster.ts';
+import { checkInvariants } from './invariants.ts';
+import { answerCounts, Load, type Op } from './load.ts';
+import { type Scenario, sleep } from './scenario.ts';
+
+/**
+ * One scenario: a fresh service on private servers, load from concurrent retrying clients, one fault
+ * injected during the load, then the invariants. The bounds below are the contract the suite holds
+ * the service to; they are generous for a loaded 2-core machine, not speed targets.
+ */
+
+/** Every request answered 202 (or still retrying) is decided within this long after the load stops. */
+export const RESOLVE_BOUND_MS = 45_000;
+/** `quest-admin credit` ends (success or a clear error) within this long. */
+export const CREDIT_BOUND_MS = 90_000;
+/** The service answers /readyz 200 and the pool re-forms within this long after the load. */
+export const HEALTH_BOUND_MS = 30_000;
+
+export interface LoadProfile {
+  clients: number;
+  /** Load before the fault, and after the fault was injected. */
+  warmupMs: number;
+  afterMs: number;
+  creditRows: number;
+}
+
+export const FULL_LOAD: LoadProfile = { clients: 16, warmupMs: 2_000, afterMs: 4_000, creditRows: 400 };
+export const SMALL_LOAD: LoadProfile = { clients: 6, warmupMs: 1_000, afterMs: 2_000, creditRows: 100 };
+
+export interface ScenarioResult {
+  name: string;
+  fault: string;
+  requests: number;
+  s200: number;
+  s202: number;
+  s4xx: number;
+  s5xx: number;
+  errors: number;
+  /** From the fault's injection until requests succeed again and the work pending at the fault is decided. */
+  recoveryMs: number | undefined;
+  credit?: string;
+  violations: string[];
+}
+
+/**
+ * Recovery: from the injection until every request sent before the fault ended (in flight when it
+ * hit, or sent while it lasted) is decided, and a request sent after it ended was completed again.
+ * Undefined ("never") when one of them was never decided.
+ */
+function recovery(ops: Op[], injectedAt: number, faultEnd: number): number | undefined {
+  let okAgain: number | undefined;
+  for (const op of ops)
+    if (op.outcome === 'completed' && op.ackAt! >= faultEnd && (okAgain === undefined || op.ackAt! < okAgain)) okAgain = op.ackAt;
+  if (okAgain === undefined) return undefined;
+  let end = okAgain;
+  for (const op of ops) {
+    if (op.firstSentAt > faultEnd || op.outcome === 'abandoned') continue;
+    if (op.ackAt === undefined) return undefined; // never decided
+    if (op.ackAt > end) end = op.ackAt;
+  }
+  return end - injectedAt;
+}
+
+export async function runScenario(
+  s: Scenario,
+  profile: LoadProfile,
+  log = (m: string) => console.error(m),
+  /** Write every request's record (attempts, answers, times) to `<dumpDir>/chaos-<scenario>.json`. */
+  dumpDir?: string,
+): Promise<ScenarioResult> {
+  const started = Date.now();
+  const cluster = await Cluster.start({ workers: s.workers, redisPersistence: s.redis, firstWorkerEnv: s.firstWorkerEnv });
+  const dir = mkdtempSync(join(tmpdir(), 'quest-chaos-credit-'));
+  const unregister = onExitCleanup(() => rmSync(dir, { recursive: true, force: true }));
+  try {
+    log(`[${s.name}] service up in ${Date.now() - started} ms`);
+    let deadline = Number.POSITIVE_INFINITY;
+    const load = new Load(
+      {
+        baseUrl: () => cluster.baseUrl,
+        apiKey: cluster.owner.apiKey,
+        ownerId: cluster.owner.id,
+        questIds: s.loadQuests?.(cluster) ?? cluster.questIds,
+        accounts: cluster.accounts,
+      },
+      {
+        clients: profile.clients,
+        batchEvery: 10,
+        batchSize: 25,
+        unknownEvery: 23,
+        keylessEvery: 4,
+        httpTimeoutMs: 10_000,
+        tag: s.name,
+      },
+      () => deadline,
+    );
+    load.start();
+    await sleep(profile.warmupMs);
+
+    let credit: ReturnType<Cluster['admin']> | undefined;
+    if (s.credit) {
+      const file = join(dir, 'credits.csv');
+      const rows = Array.from(
+        { length: profile.creditRows },
+        (_, i) => `${cluster.accounts[i % cluster.accounts.length]},${1 + (i % 3)}`,
+      );
+      writeFileSync(file, `address,points\n${rows.join('\n')}\n`);
+      credit = cluster.admin(
+        [
+          'credit',
+          '--quest',
+          String(cluster.creditQuestId),
+          '--key',
+          cluster.owner.apiKey,
+          '--file',
+          file,
+          '--batch-size',
+          String(Math.ceil(profile.creditRows / 4)),
+          '--base-url',
+          cluster.baseUrl,
+        ],
+        CREDIT_BOUND_MS,
+      );
+    }
+    let injectedAt = Date.now();
+    log(`[${s.name}] injecting: ${s.fault}`);
+    await s.inject(cluster, () => {
+      injectedAt = Date.now();
+    });
+    const faultEnd = Date.now();
+    log(`[${s.name}] injected in ${faultEnd - injectedAt} ms; load continues`);
+    await sleep(profile.afterMs);
+    deadline = Date.now() + RESOLVE_BOUND_MS;
+    await load.finish();
+    log(`[${s.name}] load done: ${load.ops.length} requests`);
+
+    const violations: string[] = [];
+    let creditNote: string | undefined;
+    if (credit) {
+      const r = await credit;
+      const line = r.output.trim().split('\n').filter(Boolean).at(-1)?.slice(0, 160) ?? '';
+      if (r.hung) {
+        creditNote = `hung > ${CREDIT_BOUND_MS / 1000} s`;
+        violations.push(`quest-admin credit did not end within ${CREDIT_BOUND_MS / 1000} s`);
+      } else if (r.code === 0) creditNote = `ok in ${(r.ms / 1000).toFixed(1)} s`;
+      else {
+        creditNote = `error (exit ${r.code}) in ${(r.ms / 1000).toFixed(1)} s`;
+        if (!line) violations.push('quest-admin credit failed without a message');
+        log(`[${s.name}] credit ended with exit ${r.code}: ${line}`);
+      }
+    }
+    const healthy = await waitHealthy(cluster);
+    if (!healthy.ok) violations.push(`not healthy ${HEALTH_BOUND_MS / 1000} s after the load: ${healthy.why}`);
+    violations.push(...cluster.crashes().map((c) => `crash: ${c}`));
+    violations.push(...(await checkInvariants(cluster, load.ops, RESOLVE_BOUND_MS)));
+    const counts = answerCounts(load.ops);
+    if (dumpDir)
+      writeFileSync(
+        join(dumpDir, `chaos-${s.name}.json`),
+        JSON.stringify({
+          injectedAt,
+          ops: load.ops.map((o) => ({ ...o, payoutIds: [...o.payoutIds], itemPayouts: undefined, itemRejected: undefined })),
+        }),
+      );
+    return {
+      name: s.name,
+      fault: s.fault,
+      ...counts,
+      recoveryMs: recovery(load.ops, injectedAt, faultEnd),
+      credit: creditNote,
+      violations,
+    };
+  } finally {
+    await cluster.stop();
+    rmSync(dir, { recursive: true, force: true });
+    unregister();
+    log(`[${s.name}] done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  }
+}
+
+/** Every process still healthy: the API ready (PostgreSQL and Redis reachable), every live worker a pool member. */
+async function waitHealthy(c: Cluster): Promise<{ ok: boolean; why: string }> {
+  const deadline = Date.now() + HEALTH_BOUND_MS;
+  let why = '';
+  while (Date.now() < deadline) {
+    const res = await fetch(`${c.baseUrl}/readyz`, { signal: AbortSignal.timeout(5000) }).catch(() => undefined);
+    if (res?.status !== 200) why = `/readyz answered ${res?.status ?? 'nothing'}`;
+    else if (c.live('api').length !== 1) why = 'no API process';
+    else if (c.live('worker').length === 0) why = 'no worker process';
+    else if (!(await c.waitForPool(1000))) why = 'pool members in Redis ≠ live workers';
+    else return { ok: true, why: '' };
+    await sleep(200);
+  }
+  return { ok: false, why };
+}

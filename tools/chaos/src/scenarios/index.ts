@@ -1,0 +1,23 @@
+import type { Scenario } from '../scenario.ts';
+import { apiSigkill } from './api-sigkill.ts';
+import { pgRestartFast } from './pg-restart-fast.ts';
+import { pgStopImmediate } from './pg-stop-immediate.ts';
+import { redisFlushall } from './redis-flushall.ts';
+import { redisKillAof } from './redis-kill-aof.ts';
+import { redisKillNopersist } from './redis-kill-nopersist.ts';
+import { workerSigkill } from './worker-sigkill.ts';
+import { workerSigstop } from './worker-sigstop.ts';
+import { workerZombie } from './worker-zombie.ts';
+
+/** Every fault of the suite, in the order `npm run chaos` runs them. */
+export const SCENARIOS: Scenario[] = [
+  pgRestartFast,
+  pgStopImmediate,
+  redisKillAof,
+  redisKillNopersist,
+  redisFlushall,
+  workerSigkill,
+  workerSigstop,
+  workerZombie,
+  apiSigkill,
+];
