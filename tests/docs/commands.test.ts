@@ -5,7 +5,7 @@ import { delimiter, dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { REPO_ROOT, systemTest } from '@quest/testing';
 import { afterAll, beforeAll, expect } from 'vitest';
-import { type CodeBlock, codeBlocks, PAGES } from './markdown.ts';
+import { codeBlocks, PAGES } from './markdown.ts';
 
 /**
  * "Every command the docs show runs as printed": each `sh` block of README.md and docs/ runs with
@@ -76,7 +76,8 @@ let demoExports: Promise<string> | undefined;
 
 test.for(RUNNABLE.map((block) => ({ ...block, where: `${block.page}:${block.line}` })))(
   'runs the sh block at $where as printed',
-  async (block: CodeBlock, { system }) => {
+  { timeout: 180_000 },
+  async (block, { system }) => {
     // A clean environment: only what a reader's shell would have, pointed at this file's service.
     const env: Record<string, string> = {
       PATH: [bin, dirname(process.execPath), process.env.PATH].join(delimiter),
@@ -103,7 +104,6 @@ test.for(RUNNABLE.map((block) => ({ ...block, where: `${block.page}:${block.line
       report,
     ).toEqual(promisedStatuses(block.body).map((status, i) => `${status} ${answered[i]?.[2] ?? '(no request)'}`));
   },
-  180_000,
 );
 
 test('finds the runnable blocks: the quickstart and every operation of the API among them', () => {
