@@ -4,7 +4,7 @@ import { parse } from 'yaml';
 
 /**
  * The compose file and the Dockerfile cannot run on the development machine (no Docker engine),
- * so what the README promises about them is checked here, statically.
+ * so what docs/operations.md promises about them is checked here, statically.
  */
 
 const read = (path: string) => readFile(new URL(`../../${path}`, import.meta.url), 'utf8');

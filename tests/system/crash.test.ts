@@ -19,7 +19,7 @@ const PARTITIONS = 8;
 const test = systemTest({ workers: 2, partitions: PARTITIONS, env: { ALLOCATION_WAIT_MS: '3000' } });
 
 /**
- * The README's promise for a worker killed with SIGKILL, with the default settings: its partitions
+ * docs/reliability.md's promise for a worker killed with SIGKILL, with the default settings: its partitions
  * move to the survivors within WORKER_MEMBER_TTL_MS (3 s) + a heartbeat (1 s), and its in-flight job
  * is redone once its lock expires — "within 10 s". Both are measured from the kill, with a margin
  * for a loaded 2-core machine.

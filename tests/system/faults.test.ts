@@ -80,7 +80,7 @@ const test = systemTest({ workers: 1, partitions: 4 })
   });
 
 /**
- * The README's bound: with Redis down, a POST answers 503 QUEUE_UNAVAILABLE within 1 s. Measured
+ * docs/reliability.md's bound: with Redis down, a POST answers 503 QUEUE_UNAVAILABLE within 1 s. Measured
  * per request from its own send, with a margin for a loaded 2-core machine.
  */
 const QUEUE_DOWN_ANSWER_MS = 1000;
@@ -120,7 +120,7 @@ describe('faults', () => {
     expect(read.body.points_remaining).toBe(999);
     expect((await get(system, '/readyz')).status).toBe(503);
 
-    // Back up: a POST retried (with one Idempotency-Key, as the README advises) succeeds, and credits once.
+    // Back up: a POST retried (with one Idempotency-Key, as docs/reliability.md advises) succeeds, and credits once.
     await proxy.open();
     await vi.waitFor(async () => expect((await allocate({ 'idempotency-key': 'after-the-outage' })).status).toBe(200), {
       timeout: 20_000,

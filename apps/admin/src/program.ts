@@ -219,7 +219,11 @@ export function buildProgram(ctx: Context, emit: (output: CommandOutput) => void
   program
     .command('demo')
     .description('Create a demo owner, key, campaign, two quests and three accounts, and print curl commands to try the API')
-    .action(() => run(() => demo(ctx)));
+    .option('--env', 'print only shell `export` lines of the values, for: eval "$(npx quest-admin demo --env)"')
+    .action((opts: { env?: boolean }, cmd: Command) => {
+      if (opts.env && ctx.json) usageError(cmd, '--env prints shell lines; it cannot be combined with --json');
+      return run(() => demo(ctx, opts));
+    });
 
   registerCreditCommand(program, ctx, run);
 

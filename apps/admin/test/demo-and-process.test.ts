@@ -1,3 +1,5 @@
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -70,6 +72,53 @@ describe('quest-admin demo', () => {
       ),
     );
     expect(result.stdout).toMatch(/curl -sS https:\/\/quests\.example\.test\/campaigns\/\d+/);
+  });
+});
+
+describe('quest-admin demo --env', () => {
+  it('prints export lines a shell can eval: the data set it made, under the names the docs use', async () => {
+    const result = await cli('demo', '--env');
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout.split('\n').filter((l) => l && !l.startsWith('#') && !l.startsWith('export '))).toEqual([]);
+    const names = ['BASE', 'KEY', 'OWNER', 'CAMPAIGN', 'QUEST', 'PRIVATE_QUEST', 'ADDRESS', 'ADDRESS2', 'ADDRESS3'];
+    const shell = spawnSync(
+      'bash',
+      ['-c', `eval "$1"; printf '%s\\n' ${names.map((n) => `"$${n}"`).join(' ')}`, '_', result.stdout],
+      {
+        encoding: 'utf8',
+      },
+    );
+    expect(shell.status, shell.stderr).toBe(0);
+    const v = Object.fromEntries(names.map((name, i) => [name, shell.stdout.split('\n')[i]!]));
+    expect(v.BASE).toBe('https://quests.example.test');
+
+    const keyHash = createHash('sha256').update(v.KEY!).digest();
+    const [key] = await db.sql`select owner_id, revoked_at from api_keys where key_hash = ${keyHash}`;
+    expect(key).toEqual({ owner_id: v.OWNER, revoked_at: null });
+    const quests = await db.sql`
+      select id, owner_id, campaign_id, is_public from quests where id in ${db.sql([Number(v.QUEST), Number(v.PRIVATE_QUEST)])}`;
+    expect(
+      quests
+        .map((q) => ({ ...q, id: String(q.id), campaign_id: String(q.campaign_id) }))
+        .sort((a, b) => a.id.localeCompare(b.id)),
+    ).toEqual(
+      [
+        { id: v.QUEST, owner_id: v.OWNER, campaign_id: v.CAMPAIGN, is_public: true },
+        { id: v.PRIVATE_QUEST, owner_id: v.OWNER, campaign_id: v.CAMPAIGN, is_public: false },
+      ].sort((a, b) => a.id!.localeCompare(b.id!)),
+    );
+    const accounts =
+      await db.sql`select pass_address from accounts where pass_address in ${db.sql([v.ADDRESS!, v.ADDRESS2!, v.ADDRESS3!])}`;
+    expect(accounts).toHaveLength(3);
+  });
+
+  it('refuses --env with --json (one output form per run)', async () => {
+    const result = await cli('demo', '--env', '--json');
+    expect(result.code).toBe(2);
+    expect(jsonOf(result).error).toEqual({
+      code: 'USAGE_ERROR',
+      message: '--env prints shell lines; it cannot be combined with --json',
+    });
   });
 });
 

@@ -18,10 +18,8 @@ describe('loadApiConfig', () => {
       BATCH_WAIT_MS: 30_000,
       JOB_RETENTION_SECONDS: 60,
       BATCH_MAX_ITEMS: 10_000,
-      COALESCE_MAX_IN_FLIGHT: 1,
       COALESCE_MAX_ITEMS: 500,
       BATCH_BODY_LIMIT_BYTES: 4_194_304,
-      FLAGS_REFRESH_MS: 1000,
       AUTH_CACHE_TTL_MS: 30_000,
       METRICS_SAMPLE_MS: 5000,
       ADMIN_QUEUE_ACTIONS: false,
@@ -47,22 +45,22 @@ describe('loadApiConfig', () => {
       PORT: '8080',
       TRUST_PROXY: 'yes',
       LOG_LEVEL: 'debug',
-      FLAGS_REFRESH_MS: '250',
+      BATCH_WAIT_MS: '250',
       HOST: '0.0.0.0',
     });
-    expect(config).toMatchObject({ PORT: 8080, TRUST_PROXY: true, LOG_LEVEL: 'debug', FLAGS_REFRESH_MS: 250, HOST: '0.0.0.0' });
+    expect(config).toMatchObject({ PORT: 8080, TRUST_PROXY: true, LOG_LEVEL: 'debug', BATCH_WAIT_MS: 250, HOST: '0.0.0.0' });
   });
 
   it('lists every bad variable in one readable error', () => {
     let error: unknown;
     try {
-      loadApiConfig({ PORT: 'abc', DATABASE_URL: 'mysql://x', FLAGS_REFRESH_MS: '5000', TRUST_PROXY: 'maybe' });
+      loadApiConfig({ PORT: 'abc', DATABASE_URL: 'mysql://x', ALLOCATION_WAIT_MS: '70000', TRUST_PROXY: 'maybe' });
     } catch (e) {
       error = e;
     }
     expect(error).toBeInstanceOf(ConfigError);
     const message = (error as Error).message;
-    for (const name of ['PORT', 'DATABASE_URL', 'FLAGS_REFRESH_MS', 'TRUST_PROXY']) expect(message).toContain(name);
+    for (const name of ['PORT', 'DATABASE_URL', 'ALLOCATION_WAIT_MS', 'TRUST_PROXY']) expect(message).toContain(name);
     expect(message).toContain('"abc"');
   });
 

@@ -9,6 +9,12 @@ export interface FlagsLogger {
 }
 
 /**
+ * How often each API process reloads the flags: an operator's switch must be seen within 2 s (the
+ * documented bound), so this is a constant, not a setting; tests pass a shorter `refreshMs`.
+ */
+export const FLAGS_REFRESH_MS = 1000;
+
+/**
  * In-memory copy of the feature_flags table, reloaded in the background every `refreshMs`, so
  * requests never query flags. A switch made by an operator is seen within refreshMs plus one
  * query. When a reload fails the last known values stay in force.
@@ -29,8 +35,8 @@ export class FeatureFlagCache {
   }
 
   /** Load the flags (rejects when the database cannot be read) and start refreshing them. */
-  static async start(sql: Sql, opts: { refreshMs: number; logger: FlagsLogger }): Promise<FeatureFlagCache> {
-    const cache = new FeatureFlagCache(sql, await getFeatureFlags(sql), opts.refreshMs, opts.logger);
+  static async start(sql: Sql, opts: { refreshMs?: number; logger: FlagsLogger }): Promise<FeatureFlagCache> {
+    const cache = new FeatureFlagCache(sql, await getFeatureFlags(sql), opts.refreshMs ?? FLAGS_REFRESH_MS, opts.logger);
     cache.#schedule();
     return cache;
   }

@@ -5,7 +5,7 @@ import { type Sql, sessionsByState } from '@quest/db';
 import { producerConnection, QueueStatsReader } from '@quest/queue';
 
 /**
- * The API's Prometheus metrics (README, "Metrics"). One registry per process: metric objects are
+ * The API's Prometheus metrics (docs/operations.md, "Metrics"). One registry per process: metric objects are
  * module singletons, so other parts of the API can count into them (e.g. `rateLimited.inc`).
  */
 export const registry = new Registry();

@@ -34,14 +34,13 @@ try {
     applicationName: `quest-api ${hostname()}-${process.pid}`,
     statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
   });
-  const flags = await FeatureFlagCache.start(sql, { refreshMs: config.FLAGS_REFRESH_MS, logger });
+  const flags = await FeatureFlagCache.start(sql, { logger });
   const auth = await QuestAuthorizer.start(sql, { ttlMs: config.AUTH_CACHE_TTL_MS, logger });
   const allocator = await createAllocator({
     redisUrl: config.REDIS_URL,
     prefix: config.QUEUE_PREFIX,
     partitions: config.QUEUE_PARTITIONS,
     waitMs: config.ALLOCATION_WAIT_MS,
-    maxInFlightPerPartition: config.COALESCE_MAX_IN_FLIGHT,
     maxItemsPerJob: config.COALESCE_MAX_ITEMS,
     retentionSeconds: Math.max(config.JOB_RETENTION_SECONDS, Math.ceil((2 * config.BATCH_WAIT_MS) / 1000)),
   });

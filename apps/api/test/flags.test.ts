@@ -3,7 +3,7 @@ import { DomainError } from '@quest/domain';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app.ts';
-import { FeatureFlagCache, type FlagsLogger } from '../src/flags.ts';
+import { FeatureFlagCache, FLAGS_REFRESH_MS, type FlagsLogger } from '../src/flags.ts';
 import { createLogger } from '../src/logger.ts';
 import { createCampaign, createOwner, createQuest, readOnlyAllocator, startTestApp, type TestApp } from './helpers.ts';
 
@@ -17,7 +17,7 @@ function recordingLogger() {
 }
 
 /**
- * The documented bound (README, FeatureFlagCache): an operator's switch is seen by every API process
+ * The documented bound (docs/api.md, FeatureFlagCache): an operator's switch is seen by every API process
  * within 2 s. The mechanism gives at most one refresh interval (1 s in production) plus one query.
  * The assertion adds a generous margin for a loaded test machine (a bench beside the suite), where
  * the test's own polling and timers lag too: it catches a cache that stopped refreshing, not jitter.
@@ -25,7 +25,7 @@ function recordingLogger() {
 const FLAG_SWITCH_SEEN_WITHIN_MS = 2000;
 const LOADED_MACHINE_MARGIN_MS = 3000;
 
-// Two API "processes" on one database, both with the production refresh interval (the default).
+// Two API "processes" on one database, both with the production refresh interval.
 let a: TestApp;
 let b: { app: FastifyInstance; close(): Promise<void> };
 let campaignId: number;
@@ -34,7 +34,7 @@ let campaignId: number;
 async function buildSecond(first: TestApp): Promise<typeof b> {
   const sql = createSql(first.db.url, { max: 2 });
   const logger = createLogger('silent');
-  const flags = await FeatureFlagCache.start(sql, { refreshMs: first.config.FLAGS_REFRESH_MS, logger });
+  const flags = await FeatureFlagCache.start(sql, { refreshMs: FLAGS_REFRESH_MS, logger });
   const app = await buildApp(first.config, { sql, flags, allocator: readOnlyAllocator(), logger });
   return {
     app,
@@ -47,7 +47,7 @@ async function buildSecond(first: TestApp): Promise<typeof b> {
 }
 
 beforeAll(async () => {
-  a = await startTestApp({ env: { FLAGS_REFRESH_MS: '' } });
+  a = await startTestApp({ flagsRefreshMs: FLAGS_REFRESH_MS });
   b = await buildSecond(a);
   const owner = await createOwner(a.sql);
   await createQuest(a.sql, { ownerId: owner.id });
@@ -59,8 +59,8 @@ afterAll(async () => {
 });
 
 describe('feature flags switched at run time', () => {
-  it('uses the production refresh interval in this test', () => {
-    expect(a.config.FLAGS_REFRESH_MS).toBe(1000);
+  it('reloads often enough in production to keep the 2 s bound with a query to spare', () => {
+    expect(FLAGS_REFRESH_MS).toBeLessThanOrEqual(1500);
   });
 
   it('an operator switch (setFeatureFlags, as the admin CLI does) reaches every API process within 2 s', async () => {

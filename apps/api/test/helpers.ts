@@ -81,6 +81,8 @@ export interface TestAppOptions {
   idempotency?: IdempotencyGuard;
   /** Redis for shared rate-limit counters (in-process counters without it). */
   redis?: Redis;
+  /** Feature-flag reload period; default 100 ms so switches show at once (production: FLAGS_REFRESH_MS). */
+  flagsRefreshMs?: number;
   /** Hook to add test-only routes before the app is ready. */
   extend?: (app: FastifyInstance) => void;
 }
@@ -103,13 +105,12 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
   const config = loadApiConfig({
     DATABASE_URL: db.url,
     LOG_LEVEL: opts.logs ? 'info' : 'silent',
-    FLAGS_REFRESH_MS: '100',
     // No metrics sampler in-process (it would read the default queue prefix); system tests run it.
     METRICS_SAMPLE_MS: '0',
     ...opts.env,
   });
   const logger = createLogger(config.LOG_LEVEL, opts.logs);
-  const flags = await FeatureFlagCache.start(db.sql, { refreshMs: config.FLAGS_REFRESH_MS, logger });
+  const flags = await FeatureFlagCache.start(db.sql, { refreshMs: opts.flagsRefreshMs ?? 100, logger });
   const app = await buildApp(config, {
     sql: opts.sql ?? db.sql,
     flags,

@@ -1,42 +1,102 @@
-import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import { databaseEnv, intVar, parseEnv, queueEnv, z } from '@quest/config';
+import { hostname } from 'node:os';
+import { databaseEnv, envFileEnv, intVar, optionalVar, parseEnv, poolMaxVar, queueEnv, serviceEnv, z } from '@quest/config';
 
-const schema = z.object({
+/** The liveness file: written by the worker, read by its container healthcheck. */
+const healthFileEnv = {
+  WORKER_HEALTH_FILE: optionalVar(z.string().optional()).meta({
+    description:
+      'Liveness file the worker rewrites after each renewal of its pool membership, and deletes on SIGTERM. ' +
+      '`node apps/worker/dist/healthcheck.mjs [FILE] [--max-age-ms N]` reads it (`FILE` defaults to this) and exits 0 ' +
+      'only while the renewal is younger than `WORKER_MEMBER_TTL_MS` (see [Docker](operations.md#docker)).',
+    defaultText: 'unset (no file)',
+    boundsText: 'a file path',
+  }),
+};
+
+/**
+ * Everything a worker process reads from its environment, parsed once at start-up. Each variable's
+ * description is its documentation (docs/configuration.md is generated from it).
+ */
+export const workerEnvSchema = z.object({
+  ...envFileEnv,
   ...databaseEnv,
   ...queueEnv,
-  DATABASE_POOL_MAX: intVar(20, 1, 500),
-  WORKER_ID: z.string().min(1).max(100).optional(),
-  WORKER_HEARTBEAT_MS: intVar(1000, 100, 60_000),
-  WORKER_MEMBER_TTL_MS: intVar(3000, 300, 120_000),
-  WORKER_LOCK_MS: intVar(4000, 1000, 600_000),
-  WORKER_STALLED_INTERVAL_MS: intVar(2000, 500, 600_000),
-  ALLOCATION_RETRY_BASE_MS: intVar(100, 1, 60_000),
-  ALLOCATION_RETRY_MAX_MS: intVar(2000, 1, 600_000),
-  DB_ATTEMPT_TIMEOUT_MS: intVar(10_000, 100, 600_000),
-  DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: intVar(10_000, 0, 3_600_000),
-  DB_LOCK_TIMEOUT_MS: intVar(5_000, 0, 3_600_000),
-  RECONCILER_INTERVAL_MS: intVar(5_000, 100, 3_600_000),
-  RECONCILER_MIN_AGE_MS: intVar(30_000, 0, 86_400_000),
-  RECONCILER_BATCH_LIMIT: intVar(500, 1, 100_000),
-  JOB_RETENTION_SECONDS: intVar(60, 1, 86_400),
-  BATCH_CHUNK_SIZE: intVar(5000, 1, 50_000),
-  SHUTDOWN_TIMEOUT_MS: intVar(10_000, 1000, 600_000),
-  /** Port of the worker's Prometheus endpoint, GET /metrics (0: no endpoint). */
-  METRICS_PORT: intVar(0, 0, 65_535),
-  METRICS_HOST: z.string().min(1).default('127.0.0.1'),
-  /**
-   * Liveness file rewritten after each renewal of the pool membership, read by the container
-   * healthcheck (healthcheck.ts). Unset: no file.
-   */
-  WORKER_HEALTH_FILE: z.preprocess((v) => (v === '' ? undefined : v), z.string().optional()),
-  /** How often the database-session gauge is sampled (0: never). */
-  METRICS_SAMPLE_MS: intVar(5000, 0, 3_600_000),
+  ...serviceEnv,
+  ...healthFileEnv,
+  DATABASE_POOL_MAX: poolMaxVar(20),
+  WORKER_ID: z.string().min(1).max(100).optional().meta({
+    description: 'Member name in the pool; stored on each job it processes and in its log lines.',
+    defaultText: '`<hostname>-<pid>-<random>`',
+    boundsText: '1–100 characters',
+  }),
+  WORKER_HEARTBEAT_MS: intVar(1000, 100, 60_000).meta({
+    description: 'Pool membership renewal and rebalance period.',
+  }),
+  WORKER_MEMBER_TTL_MS: intVar(3000, 300, 120_000).meta({
+    description: 'A member silent this long is dead: its partitions move to the others (and its healthcheck fails).',
+  }),
+  WORKER_LOCK_MS: intVar(4000, 1000, 600_000).meta({
+    description:
+      "BullMQ job lock: a dead worker's active job is taken over after it expires (stalled jobs are looked for every " +
+      'half of it).',
+  }),
+  ALLOCATION_RETRY_BASE_MS: intVar(100, 1, 60_000).meta({
+    description: 'First pause after a transient database error (it doubles with each try).',
+  }),
+  ALLOCATION_RETRY_MAX_MS: intVar(2000, 1, 600_000).meta({
+    description: 'Longest pause between two tries; a job waits out a database outage for as long as it lasts.',
+  }),
+  DB_ATTEMPT_TIMEOUT_MS: intVar(10_000, 100, 600_000).meta({
+    description: 'A database attempt that has not settled by then is abandoned and retried.',
+  }),
+  DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: intVar(10_000, 0, 3_600_000).meta({
+    description:
+      'PostgreSQL ends a worker session idle inside a transaction this long (a frozen worker releases its quest ' +
+      'locks); `0`: off.',
+  }),
+  DB_LOCK_TIMEOUT_MS: intVar(5_000, 0, 3_600_000).meta({
+    description: 'A statement waiting longer than this for a lock gives up and is retried; `0`: off.',
+  }),
+  RECONCILER_INTERVAL_MS: intVar(5_000, 100, 3_600_000).meta({
+    description: 'How often the reconciler runs (on one pool member at a time).',
+  }),
+  RECONCILER_MIN_AGE_MS: intVar(30_000, 0, 86_400_000).meta({
+    description: 'Pending work untouched for this long is checked, and re-driven if no live job carries it.',
+  }),
+  RECONCILER_BATCH_LIMIT: intVar(500, 1, 100_000).meta({
+    description: 'Most requests and most batches the reconciler checks per run.',
+  }),
+  BATCH_CHUNK_SIZE: intVar(5000, 1, 50_000).meta({
+    description: 'Batch items per transaction (a crashed batch resumes after the last committed chunk).',
+  }),
+  SHUTDOWN_TIMEOUT_MS: intVar(10_000, 1000, 600_000).meta({
+    description:
+      'Graceful shutdown waits this long for active jobs; a job still waiting for the database is then left to ' +
+      'another worker (it is re-delivered at the head of its partition).',
+  }),
+  METRICS_PORT: intVar(0, 0, 65_535).meta({
+    description: "Port of the worker's Prometheus endpoint, `GET /metrics` (`0`: no endpoint).",
+  }),
+  METRICS_HOST: z
+    .string()
+    .min(1)
+    .default('127.0.0.1')
+    .meta({ description: "Address the worker's `/metrics` listens on (`0.0.0.0` in containers)." }),
 });
 
-export type WorkerConfig = z.output<typeof schema> & { WORKER_ID: string };
+export type WorkerConfig = z.output<typeof workerEnvSchema> & { WORKER_ID: string };
 
 export function loadWorkerConfig(source: Record<string, string | undefined>): WorkerConfig {
-  const env = parseEnv(schema, source);
+  const env = parseEnv(workerEnvSchema, source);
   return { ...env, WORKER_ID: env.WORKER_ID ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}` };
+}
+
+/** What the container healthcheck (healthcheck.ts) reads: the worker's liveness file, from the same environment. */
+export const healthcheckEnvSchema = z.object({ ...envFileEnv, ...healthFileEnv });
+
+export type HealthcheckConfig = z.output<typeof healthcheckEnvSchema>;
+
+export function loadHealthcheckConfig(source: Record<string, string | undefined>): HealthcheckConfig {
+  return parseEnv(healthcheckEnvSchema, source);
 }

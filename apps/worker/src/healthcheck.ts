@@ -4,9 +4,12 @@
  *
  *   node apps/worker/dist/healthcheck.mjs [FILE] [--max-age-ms N]
  *
- * FILE defaults to WORKER_HEALTH_FILE. No Redis or PostgreSQL connection: a healthcheck must be
- * cheap, and the worker's own heartbeat already proves it reaches Redis.
+ * FILE defaults to WORKER_HEALTH_FILE, read from the environment and `.env` as the worker reads
+ * it. No Redis or PostgreSQL connection: a healthcheck must be cheap, and the worker's own
+ * heartbeat already proves it reaches Redis.
  */
+import { ConfigError, loadEnvironment } from '@quest/config';
+import { loadHealthcheckConfig } from './env.ts';
 import { checkHealthFile } from './health.ts';
 
 function usage(message: string): never {
@@ -14,8 +17,14 @@ function usage(message: string): never {
   process.exit(2);
 }
 
+// The worker's own environment and `.env`, so the check finds the file the worker writes.
+let file: string | undefined;
+try {
+  file = loadHealthcheckConfig(loadEnvironment(process.env).env).WORKER_HEALTH_FILE;
+} catch (error) {
+  usage(error instanceof ConfigError ? error.message : String(error));
+}
 const args = process.argv.slice(2);
-let file = process.env.WORKER_HEALTH_FILE || undefined;
 let maxAgeMs: number | undefined;
 for (let i = 0; i < args.length; i++) {
   const arg = args[i]!;

@@ -60,7 +60,8 @@ const pool = new PartitionPool({
   heartbeatMs: config.WORKER_HEARTBEAT_MS,
   memberTtlMs: config.WORKER_MEMBER_TTL_MS,
   lockDurationMs: config.WORKER_LOCK_MS,
-  stalledIntervalMs: config.WORKER_STALLED_INTERVAL_MS,
+  // Half the lock: a dead worker's job is taken over at most 1.5 locks after its last renewal.
+  stalledIntervalMs: Math.floor(config.WORKER_LOCK_MS / 2),
   logger,
   onHeartbeat: config.WORKER_HEALTH_FILE ? writeLiveness(config.WORKER_HEALTH_FILE) : undefined,
   replies,

@@ -3,7 +3,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import { type Sql, sessionsByState } from '@quest/db';
 
 /**
- * The worker's Prometheus metrics (README, "Metrics"), served on METRICS_PORT. Metric objects are
+ * The worker's Prometheus metrics (docs/operations.md, "Metrics"), served on METRICS_PORT. Metric objects are
  * module singletons that the processor and the reconciler count into.
  */
 export const registry = new Registry();

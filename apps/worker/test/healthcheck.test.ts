@@ -10,7 +10,8 @@ function healthcheck(args: string[], env: Record<string, string> = {}): Promise<
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', 'apps/worker/src/healthcheck.ts', ...args], {
       cwd: REPO_ROOT,
-      env: { PATH: process.env.PATH ?? '', ...env },
+      // No developer's .env, unless a test names one (the check reads it as the worker does).
+      env: { PATH: process.env.PATH ?? '', ENV_FILE: '/dev/null', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
@@ -107,5 +108,20 @@ describe('the worker healthcheck', () => {
     const limited = await healthcheck([file, '--max-age-ms', '30000']);
     expect(limited.code).toBe(1);
     expect(limited.out).toContain('(limit 30000 ms)');
+  });
+
+  test('finds WORKER_HEALTH_FILE in the .env file the worker reads, and reports a bad one as a usage error', async () => {
+    const file = join(dir, 'from-env-file.health');
+    const record = { memberId: 'w8', pid: 1, members: 1, partitions: [0], memberTtlMs: 120_000 };
+    writeFileSync(file, JSON.stringify({ ...record, renewedAt: new Date().toISOString() }));
+    const envFile = join(dir, 'worker.env');
+    writeFileSync(envFile, `WORKER_HEALTH_FILE=${file}\n`);
+    const viaEnvFile = await healthcheck([], { ENV_FILE: envFile });
+    expect(viaEnvFile.code, viaEnvFile.out).toBe(0);
+    expect(viaEnvFile.out).toMatch(/^healthy: w8 renewed/);
+
+    const missing = await healthcheck([], { ENV_FILE: join(dir, 'no-such.env') });
+    expect(missing.code).toBe(2);
+    expect(missing.out).toMatch(/ENV_FILE: cannot read/);
   });
 });

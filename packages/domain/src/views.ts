@@ -176,7 +176,7 @@ export const campaignViewSchema = z
 /** The closed set of error codes, as a named enum so generated clients get a type for it. */
 export const errorCodeSchema = z.enum(ERROR_CODES).meta({
   id: 'ErrorCode',
-  description: 'Stable machine-readable error code; the README lists each with its HTTP status and when it happens.',
+  description: 'Stable machine-readable error code; docs/api.md lists each with its HTTP status and when it happens.',
   example: 'INSUFFICIENT_POINTS',
 });
 

@@ -52,7 +52,7 @@ for (const s of scenarios) {
 const table = formatTable(results);
 console.log(table);
 if (!values['no-readme'] && !only) {
-  const readme = join(REPO_ROOT, 'README.md');
+  const readme = join(REPO_ROOT, 'docs/reliability.md');
   const text = readFileSync(readme, 'utf8');
   const start = '<!-- CHAOS:START -->';
   const end = '<!-- CHAOS:END -->';
@@ -61,7 +61,7 @@ if (!values['no-readme'] && !only) {
   if (i >= 0 && j > i) {
     const stamp = `Latest \`npm run chaos\` (${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ${FULL_LOAD.clients} clients; the 4xx are the intended rejections: 1 request in 23 credits an address with no account):`;
     writeFileSync(readme, `${text.slice(0, i + start.length)}\n${stamp}\n\n${table}\n${text.slice(j)}`);
-    console.error('README.md: Fault suite table updated');
+    console.error('docs/reliability.md: Fault suite table updated');
   }
 }
 process.exit(results.some((r) => r.violations.length > 0) ? 1 : 0);

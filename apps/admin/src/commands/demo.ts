@@ -3,17 +3,37 @@ import { createAccount } from '@quest/db/accounts';
 import { createCampaign, createQuest } from '@quest/db/catalog';
 import { createOwner } from '@quest/db/owners';
 import type { CommandOutput, Context } from '../context.ts';
-import { demoCurls } from '../curl.ts';
+import { demoCurls, shellQuote } from '../curl.ts';
 import { renderFields } from '../format.ts';
 
 const DAY = 86_400_000;
 const randomAddress = () => `0x${randomBytes(20).toString('hex')}`;
 
+/** The shell variables `demo --env` sets: the names every command in README.md and docs/ uses. */
+export const DEMO_SHELL_VARIABLES = [
+  'BASE',
+  'KEY',
+  'OWNER',
+  'CAMPAIGN',
+  'QUEST',
+  'PRIVATE_QUEST',
+  'ADDRESS',
+  'ADDRESS2',
+  'ADDRESS3',
+] as const;
+
+/** `export NAME=value` lines a POSIX shell can `eval`, values quoted. */
+export function exportLines(vars: Record<(typeof DEMO_SHELL_VARIABLES)[number], string>): string {
+  return DEMO_SHELL_VARIABLES.map((name) => `export ${name}=${shellQuote(vars[name])}`).join('\n');
+}
+
 /**
  * A ready-to-try data set: an owner with a key, a campaign, a live public quest with a budget and
  * a private one, and three accounts. Addresses are random, so it can run any number of times.
+ * With `env`, the text is only `export` lines for `eval "$(npx quest-admin demo --env)"`, so the
+ * documentation's commands run as printed against this data set.
  */
-export async function demo(ctx: Context): Promise<CommandOutput> {
+export async function demo(ctx: Context, opts: { env?: boolean } = {}): Promise<CommandOutput> {
   const sql = await ctx.db();
   // Start on the current minute: already inside the window, and easy to read.
   const start = new Date(Math.floor(Date.now() / 60_000) * 60_000);
@@ -68,17 +88,39 @@ export async function demo(ctx: Context): Promise<CommandOutput> {
     start: q.startAt.toISOString(),
     end: q.endAt.toISOString(),
   }));
+  const json = {
+    owner: { id: owner.id, name: owner.name, pass: owner.pass },
+    apiKey,
+    campaign: { id: campaign.id, name: campaign.name },
+    quests,
+    accounts: accounts.map((a) => ({ id: a.id, pass: a.pass })),
+    apiBaseUrl: ctx.config.API_BASE_URL,
+    apiBaseUrlFrom: ctx.config.apiBaseUrlFrom,
+    curl,
+  };
+  if (opts.env) {
+    const where =
+      ctx.config.apiBaseUrlFrom === 'API_BASE_URL' ? 'API_BASE_URL' : 'built from PORT and HOST: API_BASE_URL is unset';
+    return {
+      json,
+      text: [
+        `# quest-admin demo: the demo data as shell variables; BASE is the API (${where})`,
+        exportLines({
+          BASE: ctx.config.API_BASE_URL,
+          KEY: apiKey,
+          OWNER: owner.id,
+          CAMPAIGN: String(campaign.id),
+          QUEST: String(liveQuest.id),
+          PRIVATE_QUEST: String(privateQuest.id),
+          ADDRESS: accounts[0]!.pass,
+          ADDRESS2: accounts[1]!.pass,
+          ADDRESS3: accounts[2]!.pass,
+        }),
+      ].join('\n'),
+    };
+  }
   return {
-    json: {
-      owner: { id: owner.id, name: owner.name, pass: owner.pass },
-      apiKey,
-      campaign: { id: campaign.id, name: campaign.name },
-      quests,
-      accounts: accounts.map((a) => ({ id: a.id, pass: a.pass })),
-      apiBaseUrl: ctx.config.API_BASE_URL,
-      apiBaseUrlFrom: ctx.config.apiBaseUrlFrom,
-      curl,
-    },
+    json,
     text: [
       renderFields('Demo data created', [
         ['owner', `${owner.id} (${owner.name}, pass ${owner.pass})`],
@@ -104,6 +146,10 @@ export async function demo(ctx: Context): Promise<CommandOutput> {
       '',
       '# Credit 10 points to account 1',
       curl.allocate,
+      '',
+      '# Or make a new data set and keep its values as shell variables (BASE, KEY, QUEST, ADDRESS, …), which',
+      '# the commands in README.md and docs/ use:',
+      'eval "$(npx quest-admin demo --env)"',
     ].join('\n'),
   };
 }

@@ -1,8 +1,9 @@
-import { ConfigError, databaseEnv, loadEnvironment, parseEnv, z } from '@quest/config';
+import { ConfigError, loadEnvironment, parseEnv } from '@quest/config';
 import { migrate } from '../migrate.ts';
+import { migrateEnvSchema } from './env.ts';
 
 try {
-  const env = parseEnv(z.object({ DATABASE_URL: databaseEnv.DATABASE_URL }), loadEnvironment(process.env).env);
+  const env = parseEnv(migrateEnvSchema, loadEnvironment(process.env).env);
   const result = await migrate(env.DATABASE_URL);
   if (result.createdDatabase) console.log('created database');
   console.log(result.applied.length ? `applied: ${result.applied.join(', ')}` : 'schema is up to date');

@@ -3,20 +3,20 @@ import { ERROR_CODES, STATUS_BY_CODE } from '@quest/domain';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { servedOpenApiDocument } from './helpers.ts';
 
-/** The README's API section stays true to the code: its error table and its curl lines. */
+/**
+ * docs/api.md stays true to the code: its error table and its curl lines (which
+ * tests/docs/commands.test.ts runs).
+ */
 
-let readme: string;
 let api: string;
 
 beforeAll(async () => {
-  readme = await readFile(new URL('../../../README.md', import.meta.url), 'utf8');
-  const start = readme.indexOf('\n## API\n');
-  api = readme.slice(start, readme.indexOf('\n## ', start + 1));
+  api = await readFile(new URL('../../../docs/api.md', import.meta.url), 'utf8');
 });
 
-describe('README, API section', () => {
+describe('docs/api.md', () => {
   it('lists exactly the error codes the service emits, each with the status it is answered with', () => {
-    const errors = api.slice(api.indexOf('### Errors'));
+    const errors = api.slice(api.indexOf('\n## Errors\n'));
     const rows = errors.split('\n').filter((line) => line.startsWith('| `'));
     const listed: [string, number][] = rows.flatMap((row) => {
       const [, codes, status] = row.split('|');
