@@ -16,7 +16,7 @@ import { liveServices, useEntries } from './services.ts';
 /**
  * `npm run bench`: the service (API + workers as real processes) against the direct ledger
  * transaction, on a fresh database and Redis prefix that are dropped at the end, on failure and on
- * Ctrl-C. See README.md beside this folder.
+ * Ctrl-C. See tools/bench/README.md.
  */
 
 const { opts, selected, cfg } = parseOptions();

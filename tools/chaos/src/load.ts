@@ -2,7 +2,7 @@ import { idempotentRequestKey } from '@quest/domain';
 import { jsonOrText } from '@quest/testing/http';
 
 /**
- * Concurrent clients that behave as the README tells a client to: every POST carries an
+ * Concurrent clients that behave as docs/api.md tells a client to: every POST carries an
  * Idempotency-Key; a 5xx, 429, a connection error or a timeout is retried with the same key; a 202
  * is followed on its status URL until it is decided (a `failed` outcome is re-POSTed with the same
  * key). Every answer is recorded with its time, so the invariants can be checked afterwards.

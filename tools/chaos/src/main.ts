@@ -8,7 +8,7 @@ import { formatTable } from './table.ts';
 
 /**
  * `npm run chaos [-- --only a,b] [--small] [--no-readme] [--dump DIR]`: every fault scenario in turn, each on
- * its own private PostgreSQL and Redis; prints the table and writes it into README.md's "Fault
+ * its own private PostgreSQL and Redis; prints the table and writes it into docs/reliability.md's "Fault
  * suite" section. Exits 1 when any invariant was violated.
  */
 const { values } = parseArgs({

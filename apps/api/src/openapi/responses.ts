@@ -128,7 +128,7 @@ type ErrorSpec = { description: string; codes: readonly (ErrorCode | ErrorExampl
 const STANDARD_ERRORS = {
   429: {
     description:
-      'RATE_LIMITED: over a rate limit (per client address, API key, owner allocation items, or failed authentications; see the README). ' +
+      'RATE_LIMITED: over a rate limit (per client address, API key, owner allocation items, or failed authentications; see docs/api.md). ' +
       'Retry-After says when to retry; x-ratelimit-limit, -remaining and -reset describe the limit.',
     codes: ['RATE_LIMITED'],
   },
