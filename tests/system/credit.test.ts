@@ -193,7 +193,8 @@ describe('quest-admin credit', () => {
         extra: ['--batch-size', String(BATCH_SIZE), '--concurrency', '4'],
       }),
     );
-    expect(result.code, result.stderr).toBe(0);
+    // Finished, with rows not credited: exit 3, not 0 (a script must not read this as all credited).
+    expect(result.code, result.stderr).toBe(3);
     expectNoStack(result);
     expect(jsonOf(result)).toEqual({
       quest: questId,
@@ -273,7 +274,8 @@ describe('quest-admin credit', () => {
     // Run 2, through the synchronous API, 3 in flight: completes the rest. What run 1 had credited is
     // replayed (every batch it sent was finished by the service), the rest newly credited.
     const second = await cli(database.url, args(system.baseUrl, BATCH_SIZE, 3));
-    expect(second.code, second.stderr).toBe(0);
+    // Two invalid rows: finished with rows not credited.
+    expect(second.code, second.stderr).toBe(3);
     const expectedSummary = {
       quest: questId,
       file,
@@ -311,14 +313,14 @@ describe('quest-admin credit', () => {
     // Run 3, through the 202 API: every batch replays its stored results; nothing new is credited,
     // and the text summary says so.
     const third = await cli(database.url, args(asyncApiUrl));
-    expect(third.code, third.stderr).toBe(0);
+    expect(third.code, third.stderr).toBe(3);
     expect(jsonOf(third)).toEqual({ ...expectedSummary, replayed: valid.length, credited: 0 });
     await exactlyOnce();
     const thirdText = await cli(
       database.url,
       args(system.baseUrl).filter((a) => a !== '--json'),
     );
-    expect(thirdText.code, thirdText.stderr).toBe(0);
+    expect(thirdText.code, thirdText.stderr).toBe(3);
     expect(thirdText.stdout).toMatch(
       /^Nothing new credited: .*interrupted\.csv was already credited to quest \d+ \(19,998 rows replayed\)/,
     );
@@ -412,7 +414,7 @@ describe('quest-admin credit', () => {
     }
   });
 
-  test('usage errors exit 2 with a usage message and no stack trace', async ({ database, dir }) => {
+  test('usage errors exit 2 with the error and a hint, and no stack trace', async ({ database, dir }) => {
     const file = await writeCsv(dir, 'usage.csv', [{ address: testAddress(1), points: '1' }]);
     const key = generateApiKey();
     const cases: [string[], RegExp][] = [
@@ -426,6 +428,10 @@ describe('quest-admin credit', () => {
       [['credit', '--quest', '1', '--key', key, '--file', file, '--batch-size', '10001'], /from 1 to 10000/],
       [['credit', '--quest', '1', '--key', key, '--file', file, '--batch-size', 'many'], /--batch-size/],
       [['credit', '--quest', '1', '--key', 'secret', '--file', file], /--key <apiKey>' argument 'secret' is invalid/],
+      [
+        ['credit', '--quest', '1', '--key', 'sk_wrongwrongwrong', '--file', file],
+        /argument 'sk_wrongwrongwrong' is invalid\. Expected 16 to 128 characters after sk_ \(this has 15\)\./,
+      ],
       [['credit', '--quest', '1', '--key', key, '--file', file, '--base-url', 'ftp://x'], /--base-url/],
       [
         ['credit', '--quest', '1', '--key', key, '--file', file, '--concurrency', '0'],
@@ -438,19 +444,16 @@ describe('quest-admin credit', () => {
       // With --json, a usage error is one JSON object on stdout too; the usage text is on stderr.
       expect(jsonOf(result)).toEqual({ error: { code: 'USAGE_ERROR', message: expect.any(String) } });
       expect(result.stderr).toMatch(cases[i]![1]);
-      expect(result.stderr).toMatch(/Usage: quest-admin credit/);
+      // The error and a one-line hint, not the whole help.
+      expect(result.stderr).toMatch(/\n\(run "quest-admin credit --help" for usage\)\n$/);
+      expect(result.stderr).not.toMatch(/Usage:/);
       expectNoStack(result);
     }
   });
 
-  test("a wrong key stops with exit 1 and the API's INVALID_API_KEY; a malformed CSV stops at the bad line", async ({
-    system,
-    database,
-    owner,
-    quest,
-    accounts,
-    dir,
-  }) => {
+  test("a wrong key stops with exit 1 and the API's INVALID_API_KEY; a malformed CSV stops at the bad line", {
+    timeout: 120_000,
+  }, async ({ system, database, owner, quest, accounts, dir }) => {
     const file = await writeCsv(dir, 'wrong-key.csv', [
       { address: testAddress(1), points: '1' },
       { address: testAddress(2), points: '2' },
@@ -464,6 +467,22 @@ describe('quest-admin credit', () => {
       expect.stringMatching(/^error: batch 1 \(CSV lines 2–3\) was refused with 401 INVALID_API_KEY: /),
     ]);
     expect(jsonOf(wrong)).toMatchObject({ quest, batches: 0, succeeded: 0, error: { code: 'INVALID_API_KEY' } });
+    // The advice is about the key: re-running the same command would be refused again.
+    const wrongText = await cli(
+      database.url,
+      creditArgs({ quest, key: generateApiKey(), file, baseUrl: system.baseUrl }).filter((a) => a !== '--json'),
+    );
+    expect(wrongText.code).toBe(1);
+    expect(wrongText.stdout).toMatch(/\n\nUse an active API key of the owner of quest \d+ \(quest-admin key list\)/);
+    expect(wrongText.stdout).not.toMatch(/Re-run the same command/);
+    // An unknown quest: no advice to re-run at all.
+    const unknownQuest = await cli(
+      database.url,
+      creditArgs({ quest: 2_000_000_000, key: owner.apiKey, file, baseUrl: system.baseUrl }).filter((a) => a !== '--json'),
+    );
+    expect(unknownQuest.code).toBe(1);
+    expect(unknownQuest.stderr).toMatch(/^error: batch 1 \(CSV lines 2–3\) was refused with 404 QUEST_NOT_FOUND: /m);
+    expect(unknownQuest.stdout).not.toMatch(/[Rr]e-?run/);
 
     const bad = join(dir, 'malformed.csv');
     await writeFile(bad, `address,points\n${testAddress(1)},1\n"${testAddress(2)},2\n`);
@@ -473,9 +492,13 @@ describe('quest-admin credit', () => {
     expect(await payoutsOf(database.sql, quest)).toEqual({ n: 0, s: 0 });
 
     // One pass: a malformed line further down stops the run there, after the batch before it was
-    // credited (and recorded in the summary), and names the line.
+    // credited (and recorded in the summary), and names the line where the quote opens (5), not
+    // the file's last (7).
     const late = join(dir, 'malformed-late.csv');
-    await writeFile(late, `address,points\n${accounts[0]},1\n${accounts[1]},2\n${accounts[2]},3\n"${accounts[3]},4\n`);
+    await writeFile(
+      late,
+      `address,points\n${accounts[0]},1\n${accounts[1]},2\n${accounts[2]},3\n"${accounts[3]},4\n${accounts[4]},5\n${accounts[5]},6\n`,
+    );
     const partial = await cli(
       database.url,
       creditArgs({ quest, key: owner.apiKey, file: late, baseUrl: system.baseUrl, extra: ['--batch-size', '2'] }),
@@ -483,7 +506,7 @@ describe('quest-admin credit', () => {
     expect(partial.code, partial.stderr).toBe(1);
     expectNoStack(partial);
     expect(jsonOf(partial)).toMatchObject({ batches: 1, succeeded: 2, credited: 2, error: { code: 'INVALID_CSV' } });
-    expect(jsonOf(partial).error.message).toMatch(/line 5/);
+    expect(jsonOf(partial).error.message).toBe(`${late}: line 5: a quote opened on this line is never closed`);
     expect(await payoutsOf(database.sql, quest)).toEqual({ n: 2, s: 3 });
   });
 
@@ -544,8 +567,9 @@ describe('quest-admin credit', () => {
       database.url,
       args.filter((a) => a !== '--json'),
     );
-    expect(result.code, result.stderr).toBe(0);
-    expect(result.stdout).toMatch(/^Credited .*text\.csv to quest \d+\n/);
+    // A row not credited (invalid): exit 3, and the title says so.
+    expect(result.code, result.stderr).toBe(3);
+    expect(result.stdout).toMatch(/^Credited .*text\.csv to quest \d+, except 1 row \(see .*text\.csv\.failed\.csv\)\n/);
     expect(result.stdout).toMatch(/ {2}succeeded +2 \(newly credited\)\n/);
     expect(result.stdout).toMatch(/ {2}failed +1 \(INVALID_ROW 1\)\n/);
     expect(result.stdout).toMatch(/rows\/s/);
@@ -553,8 +577,22 @@ describe('quest-admin credit', () => {
 
     await writeFile(file, `address,points\n${accounts[2]},5\n`);
     const clean = await cli(database.url, args);
+    expect(clean.code, clean.stderr).toBe(0);
     expect(jsonOf(clean)).toMatchObject({ succeeded: 1, failed: 0, failedFile: null });
     await expect(readFile(`${file}.failed.csv`)).rejects.toThrow(/ENOENT/);
     expect(await payoutsOf(database.sql, quest)).toEqual({ n: 3, s: 35 });
+
+    // A file of invalid rows only: nothing credited, exit 3, and the title says nothing was.
+    await writeFile(file, 'address,points\noops,1\n0x12,2\n');
+    const bad = await cli(
+      database.url,
+      args.filter((a) => a !== '--json'),
+    );
+    expect(bad.code, bad.stderr).toBe(3);
+    expect(bad.stdout).toMatch(/^Nothing credited: none of the 2 rows of .*text\.csv could be credited to quest \d+\n/);
+    expect(await failedRowsOf(`${file}.failed.csv`)).toEqual([
+      ['2', 'oops', '1', 'INVALID_ROW'],
+      ['3', '0x12', '2', 'INVALID_ROW'],
+    ]);
   });
 });

@@ -65,6 +65,23 @@ describe('number and id parsers', () => {
     rejects(() => parseApiKey('pk_abcdefghijklmnopqrstuvwxyz'));
     rejects(() => parseApiKey('sk_short'));
   });
+
+  it('says which part of the key rule a value breaks', () => {
+    const message = (value: string) => {
+      try {
+        parseApiKey(value);
+      } catch (error) {
+        return (error as Error).message;
+      }
+      return 'accepted';
+    };
+    // 15 characters after sk_: it starts with sk_, so saying "starting with sk_" would be no help.
+    expect(message('sk_wrongwrongwrong')).toBe('Expected 16 to 128 characters after sk_ (this has 15).');
+    expect(message(`sk_${'a'.repeat(129)}`)).toBe('Expected 16 to 128 characters after sk_ (this has 129).');
+    expect(message(`sk_${'a'.repeat(15)}!`)).toBe('Expected only letters, digits, _ and - after sk_.');
+    expect(message('pk_abcdefghijklmnopqrstuvwxyz')).toBe('Expected an API key: sk_ followed by 16 to 128 characters.');
+    expect(message(`sk_${'a'.repeat(16)}`)).toBe('accepted');
+  });
 });
 
 describe('parsePassAddress', () => {

@@ -71,10 +71,21 @@ export function parseOwnerId(value: string): string {
   return id;
 }
 
+/**
+ * An API key as @quest/domain's isWellFormedApiKey accepts it (`sk_` + 16–128 of A–Z a–z 0–9 _ -);
+ * the message says which part of that rule the value breaks.
+ */
 export function parseApiKey(value: string): string {
   const key = value.trim();
-  if (!isWellFormedApiKey(key)) throw new InvalidArgumentError('Expected an API key starting with sk_.');
+  if (!isWellFormedApiKey(key)) throw new InvalidArgumentError(apiKeyProblem(key));
   return key;
+}
+
+function apiKeyProblem(key: string): string {
+  if (!key.startsWith('sk_')) return 'Expected an API key: sk_ followed by 16 to 128 characters.';
+  const rest = key.slice(3);
+  if (rest.length < 16 || rest.length > 128) return `Expected 16 to 128 characters after sk_ (this has ${rest.length}).`;
+  return 'Expected only letters, digits, _ and - after sk_.';
 }
 
 /** What `key revoke --key` names: a key id (`key_…`, as `key list` shows it) or the full key (`sk_…`). */

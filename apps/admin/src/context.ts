@@ -9,6 +9,13 @@ export interface Io {
   interactive: boolean;
 }
 
+/**
+ * Exit codes: 0 done, 1 failed (or the audit found violations; a credit run stopped before the
+ * end), 2 bad usage, 3 a credit run that finished with rows not credited (listed in its failed-rows
+ * file). Scripts rely on them: never renumber.
+ */
+export const EXIT = { ok: 0, failed: 1, usage: 2, rowsNotCredited: 3 } as const;
+
 /** What a command hands back; the runner prints exactly one of the two forms. */
 export interface CommandOutput {
   json: Record<string, unknown>;

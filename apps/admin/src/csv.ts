@@ -102,10 +102,32 @@ export interface CreditCsv {
  * subclass pairs each record with its line and byte position at that moment, for nothing.
  */
 class NumberedParser extends Parser {
+  /** Where the last record ended: its line, and the byte offset after its line break (0, 0 before any). */
+  lastLine = 0;
+  lastBytes = 0;
+
   override push(record: unknown, encoding?: BufferEncoding): boolean {
     if (record === null) return super.push(null, encoding);
+    this.lastLine = this.info.lines;
+    this.lastBytes = this.info.bytes;
     return super.push({ record, line: this.info.lines, bytes: this.info.bytes }, encoding);
   }
+}
+
+/**
+ * The line on which the record after byte `afterBytes` starts (the one after line `afterLine`,
+ * past blank lines). csv-parse reports an unclosed quote where the parsing ended — the file's last
+ * line — so the line where the quoted field opened is found here, by reading from that record on.
+ */
+async function startLineOfRecordAfter(path: string, afterLine: number, afterBytes: number): Promise<number> {
+  let line = afterLine + 1;
+  for await (const chunk of createReadStream(path, { start: afterBytes, highWaterMark: 1 << 16 })) {
+    for (const byte of chunk as Buffer) {
+      if (byte === 0x0a) line++;
+      else if (byte !== 0x20 && byte !== 0x09 && byte !== 0x0d) return line;
+    }
+  }
+  return line;
 }
 
 /** SHA-256 (hex) of a file's bytes: one sequential read, no parsing (~10 ms per 5 MB). */
@@ -140,7 +162,8 @@ export async function openCreditCsv(path: string): Promise<CreditCsv> {
     source.on('end', () => {
       digest = hash.digest('hex');
     });
-    const parser = source.pipe(new NumberedParser({ bom: true, trim: true, skip_empty_lines: true, relax_column_count: true }));
+    const numbered = new NumberedParser({ bom: true, trim: true, skip_empty_lines: true, relax_column_count: true });
+    const parser = source.pipe(numbered);
     source.on('error', (error) => parser.destroy(error));
     let address = -1;
     let points = -1;
@@ -165,6 +188,10 @@ export async function openCreditCsv(path: string): Promise<CreditCsv> {
         yield { line, address: record[address] ?? '', points: record[points] ?? '', bytes: at };
       }
     } catch (error) {
+      if ((error as { code?: string }).code === 'CSV_QUOTE_NOT_CLOSED') {
+        const line = await startLineOfRecordAfter(path, numbered.lastLine, numbered.lastBytes);
+        throw new CliError('INVALID_CSV', `${path}: line ${line}: a quote opened on this line is never closed`);
+      }
       throw asCliError(path, error);
     } finally {
       source.destroy();

@@ -1,12 +1,9 @@
 import { CommanderError } from 'commander';
 import { ConfigError, loadEnvironment } from '@quest/config';
 import { isAdminError } from '@quest/db/admin-errors';
-import { CliError, type CommandOutput, Context, type Io } from './context.ts';
+import { CliError, type CommandOutput, Context, EXIT, type Io } from './context.ts';
 import { loadAdminConfig } from './env.ts';
 import { buildProgram } from './program.ts';
-
-/** Exit codes: 0 done, 1 failed (or the audit found violations), 2 bad usage. */
-export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
 
 const CONNECTION_CODES = new Set([
   'ECONNREFUSED',

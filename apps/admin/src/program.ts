@@ -66,7 +66,6 @@ export function buildProgram(ctx: Context, emit: (output: CommandOutput) => void
     })
     .configureOutput({ writeOut: (s) => ctx.io.stdout(s), writeErr: (s) => ctx.io.stderr(s) })
     .configureHelp({ showGlobalOptions: true, optionDescription })
-    .showHelpAfterError()
     .exitOverride()
     .hook('preAction', (_program, action) => {
       ctx.json = action.optsWithGlobals().json === true;
@@ -234,5 +233,15 @@ export function buildProgram(ctx: Context, emit: (output: CommandOutput) => void
     )
     .action(() => run(() => statusCommand(ctx)));
 
+  addUsageHints(program);
   return program;
+}
+
+/**
+ * A usage error prints the error and one line pointing at the command's help, not the whole help
+ * (which buried the error under 25 lines). Set on every command, since each names its own help.
+ */
+function addUsageHints(cmd: Command, path: string[] = []): void {
+  cmd.showHelpAfterError(`(run "${['quest-admin', ...path, '--help'].join(' ')}" for usage)`);
+  for (const sub of cmd.commands) addUsageHints(sub, [...path, sub.name()]);
 }

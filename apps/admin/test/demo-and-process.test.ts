@@ -173,6 +173,30 @@ describe('the quest-admin process', () => {
     }
   });
 
+  it('credit --help gives the API address credit would use: PORT from .env, or API_BASE_URL', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'quest-admin-env-'));
+    try {
+      const envFile = join(dir, '.env');
+      writeFileSync(envFile, 'PORT=4123\n');
+      const env = { DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none', ENV_FILE: envFile };
+      const [fromPort, fromUrl] = await Promise.all([
+        runCli(['credit', '--help'], env),
+        runCli(['credit', '--help'], { ...env, API_BASE_URL: 'https://rewards.example.test/' }),
+      ]);
+      const flat = (text: string) => text.replace(/\s+/g, ' ');
+      expect(fromPort.code).toBe(0);
+      expect(flat(fromPort.stdout)).toContain('--base-url <url> API address (default: http://127.0.0.1:4123, ');
+      expect(fromPort.stdout).not.toContain(':3000');
+      expect(flat(fromUrl.stdout)).toContain('(default: https://rewards.example.test, from API_BASE_URL)');
+      // The exit statuses a script can rely on.
+      expect(fromPort.stdout).toMatch(
+        /Exit status:\n {2}0 +every row credited.*\n {2}3 +.*failed\.csv.*\n {2}1 +stopped.*\n {2}2 +usage error/,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('prints its version (text and JSON), and marks required options in help', async () => {
     const { version } = JSON.parse(readFileSync(join(REPO_ROOT, 'apps/admin/package.json'), 'utf8'));
     const env = { DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' };
@@ -192,15 +216,20 @@ describe('the quest-admin process', () => {
     expect(help.stdout).toMatch(/--private +leave the quest out of the public list\n/);
   });
 
-  it('answers a usage error with --json as one JSON object on stdout, the usage still on stderr', async () => {
+  it('answers a usage error with --json as one JSON object on stdout, the error and a hint (or the group usage) on stderr', async () => {
     const results = await Promise.all([
       cli('launch', '--json'),
       cli('owner', 'create', '--json', '--name', 'x'),
       cli('key', '--json'),
     ]);
+    expect(results[0]!.stderr).toBe(`error: unknown command 'launch'\n(run "quest-admin --help" for usage)\n`);
+    expect(results[1]!.stderr).toBe(
+      `error: required option '--pass <address>' not specified\n(run "quest-admin owner create --help" for usage)\n`,
+    );
+    // A command group without its subcommand lists the subcommands: that is what the operator needs.
+    expect(results[2]!.stderr).toMatch(/^Usage: quest-admin key /);
     const messages = results.map((result) => {
       expect(result.code).toBe(2);
-      expect(result.stderr).toMatch(/Usage: quest-admin/);
       const out = jsonOf(result);
       expect(out.error.code).toBe('USAGE_ERROR');
       return out.error.message;

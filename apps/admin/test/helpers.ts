@@ -49,7 +49,7 @@ export function jsonOf(result: CliResult): any {
 }
 
 /**
- * A usage error: exit 2, message and usage on stderr, no stack trace; on stdout nothing, or with
+ * A usage error: exit 2, the message and a one-line hint on stderr, no stack trace; on stdout nothing, or with
  * --json (`json: true`) exactly one `{"error":{"code":"USAGE_ERROR","message"}}` object.
  */
 export function expectUsageError(result: CliResult, mention: string | RegExp, opts: { json?: boolean } = {}): void {
@@ -61,7 +61,10 @@ export function expectUsageError(result: CliResult, mention: string | RegExp, op
     expect(result.stdout).toBe('');
   }
   expect(result.stderr).toMatch(pattern);
-  expect(result.stderr).toMatch(/Usage: quest-admin/);
+  // The error and one line pointing at the help, not the whole help.
+  expect(result.stderr).toMatch(/\n\(run "quest-admin [a-z ]*--help" for usage\)\n$/);
+  expect(result.stderr).not.toMatch(/Usage:/);
+  expect(result.stderr.trimEnd().split('\n'), result.stderr).toHaveLength(2);
   expectNoStack(result);
 }
 

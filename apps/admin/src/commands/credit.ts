@@ -1,10 +1,10 @@
 import type { Command } from 'commander';
+import { type BatchInfo, CreditBatchError, createQuestClient, DEFAULT_RETRY, type QuestError } from '@quest/client';
 import { parseApiKey, parseRowId } from '../args.ts';
-import { CliError, type CommandOutput, type Context } from '../context.ts';
-import { fileSha256 as sha256OfFile, openCreditCsv } from '../csv.ts';
-import { Api, CreditStop, Refused } from '../credit/api.ts';
-import { type Accepted, BatchClient } from '../credit/batch.ts';
+import { CliError, type CommandOutput, type Context, EXIT } from '../context.ts';
+import { type CreditCsvRow, fileSha256 as sha256OfFile, openCreditCsv } from '../csv.ts';
 import { FailedRowsFile } from '../credit/failed-rows.ts';
+import { creditKeyPrefix } from '../credit/keys.ts';
 import {
   DEFAULT_BATCH_SIZE,
   DEFAULT_CONCURRENCY,
@@ -16,33 +16,30 @@ import {
   parseBatchSize,
   parseBoundedInt,
 } from '../credit/options.ts';
-import { batchIdempotencyKey, type PlannedBatch, planBatches } from '../credit/plan.ts';
-import { runInOrder } from '../credit/pipeline.ts';
-import { Progress, type ProgressState } from '../credit/progress.ts';
-import { batchLabel, refusalStop, type Summary, summaryJson, summaryText, Tally } from '../credit/report.ts';
-import { mergeByLine } from '../credit/rows.ts';
+import { formatDuration, Progress, type ProgressState } from '../credit/progress.ts';
+import { batchLabel, CreditStop, refusalStop, type Summary, summaryJson, summaryText, Tally } from '../credit/report.ts';
 
 /**
  * `quest-admin credit`: credit the rows of a CSV (`address,points`) to one quest through the API's
  * batch endpoint, in file order, exactly once per row however often the command is re-run.
  *
+ * The crediting itself is @quest/client's creditMany — batches, their keys, several in flight in
+ * the quest's order, retries, stalls, resumes: the same code any client of the API uses. This
+ * command adds the file around it:
  * - The file's bytes are hashed first (one sequential read, no parsing): the digest is part of
- *   every batch's Idempotency-Key, so it must be known before the first batch is sent.
- * - Then ONE pass parses, validates and batches the rows (credit/plan.ts) and sends the batches as
- *   it goes, `--concurrency` of them in flight in the quest's order (credit/pipeline.ts): batch k+1
- *   is POSTed once the service has taken batch k (`Prefer: respond-async` makes it answer 202 as
- *   soon as the batch is enqueued), while the results of the accepted batches are awaited.
+ *   every batch's Idempotency-Key (credit/keys.ts), so it must be known before the first batch.
+ * - Then ONE pass parses the CSV (csv.ts) and hands its rows to creditMany as it goes.
  * - Re-runs replay: the same file and --batch-size give the same batches and keys; the service
  *   answers a batch an earlier run created from its stored outcome (`Idempotent-Replayed: true`),
  *   and the summary counts those rows as replayed rather than newly credited.
  * - A malformed CSV line stops the run there, after the batches before it (already sent) finish.
  *
- * Modules: credit/options (flags), rows (row checks), plan (batches, keys), api (HTTP, retries),
- * batch (one batch: POST, follow), pipeline (in-flight order), progress, failed-rows, report.
+ * Modules: credit/options (flags), keys, progress, failed-rows, report (tally, summary, guidance).
  */
 
 export { DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE } from '../credit/options.ts';
-export { MAX_ATTEMPTS } from '../credit/api.ts';
+/** Attempts per request before a run gives up (the client's default policy). */
+export const MAX_ATTEMPTS = DEFAULT_RETRY.maxAttempts;
 
 export interface CreditOptions {
   quest: number;
@@ -99,57 +96,40 @@ export async function creditCommand(ctx: Context, opts: CreditOptions): Promise<
     const fileSha256 = await sha256OfFile(opts.file);
     const csv = await openCreditCsv(opts.file);
     const state: ProgressState = { size: csv.size, bytesDone: 0, rows: 0, succeeded: 0, failed: 0 };
-    const settle = (bytes: number) => {
-      state.bytesDone = bytes;
+    const settle = (bytes: number | undefined) => {
+      if (bytes !== undefined) state.bytesDone = bytes;
       state.rows = tally.rows;
       state.succeeded = tally.succeeded;
       state.failed = tally.failed;
       progress.update();
     };
     progress.start(state);
-    const api = new Api(baseUrl, opts.key, signal, (message) => progress.notice(`warning: ${message}`));
-    const client = new BatchClient(api, opts.quest, {
-      respondAsync: opts.concurrency > 1,
-      stall: { timeoutMs: opts.stallTimeout * 1000, tries: opts.stallTries },
-    });
-    const keyOf = (b: PlannedBatch) =>
-      batchIdempotencyKey({ fileSha256, questId: opts.quest, batchSize: opts.batchSize, index: b.index });
-
-    await runInOrder<
-      PlannedBatch,
-      Accepted | null,
-      { accepted: Accepted; results: Awaited<ReturnType<BatchClient['follow']>> } | null
-    >(planBatches(csv.rows, opts.batchSize), {
+    const quest = createQuestClient({ baseUrl, apiKey: opts.key, headers: { 'user-agent': 'quest-admin-credit' } });
+    const run = quest.creditMany(opts.quest, csv.rows, {
+      batchSize: opts.batchSize,
       concurrency: opts.concurrency,
-      check: () => {
-        if (signal.aborted) throw signal.reason;
-      },
-      submit: async (b) => {
-        if (b.items.length === 0) return null; // only invalid rows trail the last batch
-        try {
-          const answer = await client.submit(keyOf(b), b.items, batchLabel(b.index, b.items));
-          acceptedBatches++;
-          return answer;
-        } catch (e) {
-          throw e instanceof Refused ? refusalStop(e, b, { questId: opts.quest, batchSize: opts.batchSize }) : e;
+      keyPrefix: creditKeyPrefix({ fileSha256, questId: opts.quest }),
+      stall: { timeoutMs: opts.stallTimeout * 1000, tries: opts.stallTries },
+      signal,
+      onEvent: (e) => {
+        if (e.type === 'accepted') acceptedBatches++;
+        else if (e.type === 'progress') settle(e.batch.rows[e.processed - 1]?.bytes);
+        else if (e.type === 'retry') {
+          const { message, retry, maxRetries, delayMs } = e.retry;
+          progress.notice(
+            `warning: ${batchLabel(e.batch)}: ${message}; retry ${retry} of ${maxRetries} in ${(delayMs / 1000).toFixed(1)} s`,
+          );
+        } else {
+          progress.notice(
+            `warning: ${batchLabel(e.batch)}: no progress for ${formatDuration(e.idleMs)}; sending it again (${e.stalls} of ${e.maxStalls})`,
+          );
         }
       },
-      follow: async (b, accepted) => {
-        if (!accepted) return null;
-        const span = b.bytesTo - b.bytesFrom;
-        const results = await client.follow(accepted, keyOf(b), b.items, batchLabel(b.index, b.items), (n) =>
-          settle(b.bytesFrom + Math.floor((span * n) / b.items.length)),
-        );
-        return { accepted, results };
-      },
-      record: async (b, done) => {
-        const rejected = done ? tally.addBatch(b.items, done.results, done.accepted.replayedBelow) : [];
-        const failed = mergeByLine(b.invalid, rejected);
-        tally.addFailed(failed);
-        await failedFile.write(failed);
-        settle(b.bytesTo);
-      },
     });
+    for await (const report of run) {
+      await failedFile.write(tally.addReport(report));
+      settle(report.results.at(-1)?.row.bytes);
+    }
     if (csv.sha256() !== fileSha256) {
       throw new CreditStop(
         'FILE_CHANGED',
@@ -159,7 +139,7 @@ export async function creditCommand(ctx: Context, opts: CreditOptions): Promise<
   } catch (e) {
     // Nothing sent: a plain command failure (unreadable file, malformed header), reported by the runner.
     if (e instanceof CliError && tally.batches === 0 && tally.rows === 0) throw e;
-    error = toStop(signal.aborted ? signal.reason : e, tally.batches, acceptedBatches);
+    error = toStop(signal.aborted ? signal.reason : e, tally.batches, acceptedBatches, opts);
   } finally {
     progress.stop();
     release();
@@ -175,11 +155,31 @@ export async function creditCommand(ctx: Context, opts: CreditOptions): Promise<
     ...(error ? { error } : {}),
   };
   if (error) ctx.io.stderr(`error: ${error.message}\n`);
-  return { json: summaryJson(summary), text: summaryText(summary), exitCode: error ? 1 : 0 };
+  const exitCode = error ? EXIT.failed : tally.failed > 0 ? EXIT.rowsNotCredited : EXIT.ok;
+  return { json: summaryJson(summary), text: summaryText(summary), exitCode };
 }
 
-function toStop(e: unknown, recorded: number, accepted: number): CreditStop {
+/** Why one batch could not be credited, in the operator's terms. */
+function batchStop(e: QuestError, batch: BatchInfo<CreditCsvRow>, opts: CreditOptions): CreditStop {
+  const label = batchLabel(batch);
+  if (e.status !== undefined && e.status < 500 && !e.retryable)
+    return refusalStop(e, batch, { questId: opts.quest, batchSize: opts.batchSize });
+  switch (e.code) {
+    case 'STALLED':
+      return new CreditStop('STALLED', `${label}: ${e.message}; giving up (re-run the same command to finish it)`);
+    case 'ALLOCATION_FAILED':
+      return new CreditStop('ALLOCATION_FAILED', `${label}: ${e.message}; giving up`);
+    case 'BAD_RESPONSE':
+      return new CreditStop('BAD_RESPONSE', `${label}: unexpected answer from the API (${e.message})`);
+    default:
+      // Transport errors, 429 and 5xx through every retry.
+      return new CreditStop('API_UNAVAILABLE', `${label}: ${e.message}`);
+  }
+}
+
+function toStop(e: unknown, recorded: number, accepted: number, opts: CreditOptions): CreditStop {
   if (e instanceof CreditStop) return e;
+  if (e instanceof CreditBatchError) return batchStop(e, e.batch as BatchInfo<CreditCsvRow>, opts);
   if (e instanceof Interrupted) {
     const pending = accepted - recorded;
     const more = pending > 0 ? ` (${pending} more accepted by the service, which still decides them)` : '';
@@ -216,7 +216,7 @@ export function registerCreditCommand(
       (v) => parseBoundedInt(v, '--concurrency', 1, MAX_CONCURRENCY),
       DEFAULT_CONCURRENCY,
     )
-    .option('--base-url <url>', 'API address (default: API_BASE_URL, else http://127.0.0.1:3000)', parseBaseUrl)
+    .option('--base-url <url>', `API address (default: ${ctx.config.API_BASE_URL}, ${baseUrlSource(ctx)})`, parseBaseUrl)
     .option(
       '--stall-timeout <seconds>',
       'seconds a batch may show no progress before it is sent again with the same key',
@@ -229,5 +229,16 @@ export function registerCreditCommand(
       (v) => parseBoundedInt(v, '--stall-tries', 1, 100),
       DEFAULT_STALL_TRIES,
     )
+    .addHelpText(
+      'after',
+      `\nExit status:\n  0  every row credited (by this run, or replayed from an earlier one)\n  ${EXIT.rowsNotCredited}  finished, but rows were not credited: they are in <file>.failed.csv with their codes\n  ${EXIT.failed}  stopped before the end; the last line says whether running the same command again finishes it\n  ${EXIT.usage}  usage error`,
+    )
     .action((opts: CreditOptions) => run(() => creditCommand(ctx, opts)));
+}
+
+/** Where the default API address comes from, as the help tells it: the value in force, not a constant. */
+function baseUrlSource(ctx: Context): string {
+  return ctx.config.apiBaseUrlFrom === 'API_BASE_URL'
+    ? 'from API_BASE_URL'
+    : "this machine's API: HOST and PORT of the environment or .env; API_BASE_URL overrides it";
 }

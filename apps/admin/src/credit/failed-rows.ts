@@ -3,7 +3,14 @@ import { createWriteStream } from 'node:fs';
 import { rename, unlink } from 'node:fs/promises';
 import { finished } from 'node:stream/promises';
 import { stringify } from 'csv-stringify';
-import type { FailedRow } from './rows.ts';
+
+/** A row that was not credited, as the failed-rows CSV lists it (the cells as in the input file). */
+export interface FailedRow {
+  line: number;
+  address: string;
+  points: string;
+  code: string;
+}
 
 /** `<input>.failed.csv`, written through a temporary file and renamed at the end of the run. */
 export class FailedRowsFile {

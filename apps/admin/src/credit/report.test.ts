@@ -1,13 +1,32 @@
+import { type BatchInfo, type CreditBatchReport, type CreditRowResult, QuestError } from '@quest/client';
 import { describe, expect, it } from 'vitest';
-import { Refused } from './api.ts';
+import type { CreditCsvRow } from '../csv.ts';
 import { speed } from './progress.ts';
-import { closingHint, refusalStop, type Summary, summaryJson, summaryText, Tally } from './report.ts';
-import type { CreditItem } from './rows.ts';
+import {
+  CreditStop,
+  closingHint,
+  itemIndexFromDetails,
+  refusalStop,
+  type Summary,
+  summaryJson,
+  summaryText,
+  Tally,
+} from './report.ts';
 
 const A = `0x${'ab'.repeat(20)}`;
-const items = (n: number, firstLine = 2): CreditItem[] =>
-  Array.from({ length: n }, (_, i) => ({ line: firstLine + i, address: A, points: 1, pointsText: '1' }));
-const completed = (n: number) => Array.from({ length: n }, (_, index) => ({ index, status: 'completed' as const }));
+const items = (n: number, firstLine = 2): CreditCsvRow[] =>
+  Array.from({ length: n }, (_, i) => ({ line: firstLine + i, address: A, points: '1' }));
+const batchOf = (index: number, rows: CreditCsvRow[]): BatchInfo<CreditCsvRow> => ({ index, idempotencyKey: `k:${index}`, rows });
+/** A report of creditMany: the batch's rows credited, the first `replayed` of them by an earlier run. */
+const report = (
+  rows: CreditCsvRow[],
+  replayed: number,
+  overrides: Record<number, CreditRowResult<CreditCsvRow>> = {},
+): CreditBatchReport<CreditCsvRow> => ({
+  batch: batchOf(0, rows),
+  results: rows.map((row, k) => overrides[k] ?? { row, status: 'credited' as const, payout: undefined, replayed: k < replayed }),
+  state: { version: 1, questId: 7, keyPrefix: 'k', batchSize: 1000, rowsDone: 0, batchesDone: 0 },
+});
 
 const summary = (tally: Tally, extra: Partial<Summary> = {}): Summary => ({
   quest: 7,
@@ -23,14 +42,12 @@ describe('replayed vs newly credited', () => {
   it('counts items decided before this run asked as replayed, the rest as newly credited', () => {
     const t = new Tally();
     // A batch an earlier run had completed, one it had half done (resumed now), one new.
-    t.addBatch(items(4), completed(4), 4);
-    const rejected = t.addBatch(
-      items(4, 6),
-      [...completed(3), { index: 3, status: 'rejected', error: { code: 'ACCOUNT_NOT_FOUND' } }],
-      2,
+    t.addReport(report(items(4), 4));
+    const half = items(4, 6);
+    const rejected = t.addReport(
+      report(half, 2, { 3: { row: half[3]!, status: 'rejected', code: 'ACCOUNT_NOT_FOUND', message: 'no', replayed: false } }),
     );
-    t.addFailed(rejected);
-    t.addBatch(items(2, 10), completed(2), 0);
+    t.addReport(report(items(2, 10), 0));
     expect({ succeeded: t.succeeded, replayed: t.replayed, credited: t.credited, failed: t.failed, rows: t.rows }).toEqual({
       succeeded: 9,
       replayed: 6,
@@ -43,16 +60,39 @@ describe('replayed vs newly credited', () => {
 
   it('a re-run that credits nothing says so, in text and JSON', () => {
     const t = new Tally();
-    for (let b = 0; b < 5; b++) t.addBatch(items(1000, 2 + b * 1000), completed(1000), 1000);
+    for (let b = 0; b < 5; b++) t.addReport(report(items(1000, 2 + b * 1000), 1000));
     const text = summaryText(summary(t));
     expect(text).toMatch(/^Nothing new credited: credits\.csv was already credited to quest 7 \(5,000 rows replayed\)/);
     expect(text).toMatch(/succeeded +5,000: 5,000 already credited before \(replayed\), 0 newly credited/);
     expect(summaryJson(summary(t))).toMatchObject({ succeeded: 5000, credited: 0, replayed: 5000, batchSize: 1000 });
   });
 
+  it('rows not credited are in the title and the closing line, which does not promise a re-run will help', () => {
+    const t = new Tally();
+    const rows = items(3);
+    const failed = t.addReport(
+      report(rows, 0, { 1: { row: rows[1]!, status: 'rejected', code: 'ACCOUNT_NOT_FOUND', message: 'no', replayed: false } }),
+    );
+    expect(failed).toEqual([{ line: 3, address: A, points: '1', code: 'ACCOUNT_NOT_FOUND' }]);
+    const s = summary(t, { failedFile: 'credits.csv.failed.csv' });
+    expect(summaryText(s)).toMatch(/^Credited credits\.csv to quest 7, except 1 row \(see credits\.csv\.failed\.csv\)\n/);
+    expect(closingHint(s)).toMatch(
+      /^The rows not credited are listed in credits\.csv\.failed\.csv with their codes; running the same command .* again changes nothing for them\./,
+    );
+    const none = new Tally();
+    none.addReport({
+      ...report([], 0),
+      batch: null,
+      results: rows.map((row) => ({ row, status: 'invalid' as const, reason: 'bad' })),
+    });
+    expect(summaryText(summary(none))).toMatch(
+      /^Nothing credited: none of the 3 rows of credits\.csv could be credited to quest 7\n/,
+    );
+  });
+
   it('a first run reads as credited', () => {
     const t = new Tally();
-    t.addBatch(items(3), completed(3), 0);
+    t.addReport(report(items(3), 0));
     const text = summaryText(summary(t));
     expect(text).toMatch(/^Credited credits\.csv to quest 7\n/);
     expect(text).toMatch(/succeeded +3 \(newly credited\)/);
@@ -61,11 +101,13 @@ describe('replayed vs newly credited', () => {
 });
 
 describe('--batch-size guidance: one story', () => {
+  const refused = (status: number, code: QuestError['code'], message: string, details?: unknown) =>
+    new QuestError(code, message, { status, details, retryable: false });
   const reused = (details: unknown) =>
-    new Refused(400, 'IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was already used with a different request body.', details);
+    refused(400, 'IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was already used with a different request body.', details);
 
   it('a refused batch 1 names the size the file was first credited with, and the closing hint names the same one', () => {
-    const stop = refusalStop(reused({ total: 5000 }), { index: 0, items: items(999) }, { questId: 7, batchSize: 999 });
+    const stop = refusalStop(reused({ total: 5000 }), batchOf(0, items(999)), { questId: 7, batchSize: 999 });
     expect(stop.code).toBe('IDEMPOTENCY_KEY_REUSED');
     expect(stop.batchSize).toBe(5000);
     expect(stop.message).toMatch(/^batch 1 \(CSV lines 2–1,000\) was refused with 400 IDEMPOTENCY_KEY_REUSED: /);
@@ -78,7 +120,7 @@ describe('--batch-size guidance: one story', () => {
   });
 
   it('without the size from the API, neither message tells the operator to keep the size that was refused', () => {
-    const stop = refusalStop(reused(undefined), { index: 0, items: items(10) }, { questId: 7, batchSize: 10 });
+    const stop = refusalStop(reused(undefined), batchOf(0, items(10)), { questId: 7, batchSize: 10 });
     expect(stop.batchSize).toBeUndefined();
     expect(stop.message).toMatch(/with a --batch-size other than 10; re-run with that size/);
     expect(closingHint(summary(new Tally(), { batchSize: 10, error: stop }))).toMatch(
@@ -86,29 +128,53 @@ describe('--batch-size guidance: one story', () => {
     );
   });
 
-  it('any other stop says to re-run with the same --batch-size, naming it', () => {
-    const stop = refusalStop(
-      new Refused(401, 'INVALID_API_KEY', 'bad key', undefined),
-      { index: 2, items: items(5, 20) },
-      {
-        questId: 7,
-        batchSize: 5,
-      },
-    );
+  it('a stop that a re-run gets past says to re-run with the same --batch-size, naming it', () => {
+    for (const code of ['API_UNAVAILABLE', 'STALLED', 'INTERRUPTED', 'ALLOCATION_FAILED']) {
+      expect(closingHint(summary(new Tally(), { batchSize: 5, error: new CreditStop(code, 'x') })), code).toBe(
+        'Re-run the same command (same file, --batch-size 5) to finish: completed batches are not credited again.',
+      );
+    }
+  });
+
+  it('advises a re-run only where it helps: a wrong key needs another key, an unknown quest nothing', () => {
+    const stop = refusalStop(refused(401, 'INVALID_API_KEY', 'bad key'), batchOf(2, items(5, 20)), { questId: 7, batchSize: 5 });
     expect(stop.message).toMatch(/^batch 3 \(CSV lines 20–24\) was refused with 401 INVALID_API_KEY: bad key$/);
     expect(closingHint(summary(new Tally(), { batchSize: 5, error: stop }))).toBe(
-      'Re-run the same command (same file, --batch-size 5) to finish: completed batches are not credited again.',
+      'Use an active API key of the owner of quest 7 (quest-admin key list); with it, the same command (same file, --batch-size 5) finishes the file: completed batches are not credited again.',
+    );
+    for (const code of ['QUEST_NOT_FOUND', 'VALIDATION_FAILED', 'FILE_CHANGED', 'INTERNAL_ERROR']) {
+      const text = summaryText(summary(new Tally(), { batchSize: 5, error: new CreditStop(code, 'x') }));
+      expect(text, code).not.toMatch(/[Rr]e-?run|again/);
+    }
+  });
+
+  it('a malformed line after credited batches: never re-run the edited file, credit the rest from a new one', () => {
+    const t = new Tally();
+    t.addReport(report(items(2), 0));
+    const hint = closingHint(summary(t, { error: new CreditStop('INVALID_CSV', 'credits.csv: line 9: …') }));
+    expect(hint).toBe(
+      'Lines up to 3 are done. Do not re-run an edited credits.csv: its batches would get new keys and be credited again. Put the lines after line 3, corrected, in a new file and credit that.',
+    );
+    expect(closingHint(summary(new Tally(), { error: new CreditStop('INVALID_CSV', 'x') }))).toBe(
+      'Fix the file and run again: nothing was credited.',
     );
   });
 
   it('a VALIDATION_FAILED answer is traced to its CSV line', () => {
     const stop = refusalStop(
-      new Refused(400, 'VALIDATION_FAILED', 'bad', [{ path: 'allocations.3.points' }]),
-      { index: 0, items: items(5, 2) },
+      refused(400, 'VALIDATION_FAILED', 'bad', [{ path: 'allocations.3.points' }]),
+      batchOf(0, items(5, 2)),
       { questId: 7, batchSize: 5 },
     );
     expect(stop.line).toBe(5);
     expect(stop.message).toMatch(/\(CSV line 5\)/);
+  });
+
+  it('finds the item a VALIDATION_FAILED answer names', () => {
+    expect(itemIndexFromDetails([{ location: 'body', path: 'allocations.37.address' }])).toBe(37);
+    expect(itemIndexFromDetails([{ path: 'allocations' }, { path: 'allocations.2' }])).toBe(2);
+    expect(itemIndexFromDetails([{ path: 'limit' }])).toBeUndefined();
+    expect(itemIndexFromDetails(undefined)).toBeUndefined();
   });
 });
 

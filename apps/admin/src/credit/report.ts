@@ -1,13 +1,28 @@
+import type { BatchInfo, CreditBatchReport, QuestError } from '@quest/client';
+import type { CreditCsvRow } from '../csv.ts';
 import { plural, renderFields } from '../format.ts';
-import { type BatchItemResult, CreditStop, itemIndexFromDetails, type Refused } from './api.ts';
+import type { FailedRow } from './failed-rows.ts';
 import { fmt } from './progress.ts';
-import type { CreditItem, FailedRow } from './rows.ts';
 
 /**
  * What a run did, and what it tells the operator: counts (newly credited vs replayed), the
  * summary, and the guidance for a re-run — one story about --batch-size everywhere: a re-run must
  * use the size the file was first credited with, and every message that says so names it.
  */
+
+/** Why the run stopped; `code` is the API's error code where there is one. */
+export class CreditStop extends Error {
+  /** The --batch-size a re-run must use, when the API told (a refused batch 1). */
+  batchSize?: number;
+
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly line?: number,
+  ) {
+    super(message);
+  }
+}
 
 export class Tally {
   /** Rows read and decided (credited, rejected, or invalid). */
@@ -21,40 +36,49 @@ export class Tally {
   /** Rows not credited: invalid, or rejected by the service (then also replayed or not, see above). */
   failed = 0;
   readonly byCode = new Map<string, number>();
+  /** Line of the last row reported: the file is done up to it. */
+  lastLine = 0;
 
-  /** A batch's results, in item order; returns its rejected rows, in file order. */
-  addBatch(items: readonly CreditItem[], results: readonly BatchItemResult[], replayedBelow: number): FailedRow[] {
-    const rejected: FailedRow[] = [];
-    for (let k = 0; k < results.length; k++) {
-      const r = results[k]!;
-      if (r.status === 'completed') {
+  /** A report of the client's creditMany; returns its rows that were not credited, in file order. */
+  addReport(report: CreditBatchReport<CreditCsvRow>): FailedRow[] {
+    const failed: FailedRow[] = [];
+    for (const r of report.results) {
+      if (r.status === 'credited') {
         this.succeeded++;
-        if (k < replayedBelow) this.replayed++;
+        if (r.replayed) this.replayed++;
         else this.credited++;
-      } else {
-        const item = items[k]!;
-        rejected.push({ line: item.line, address: item.address, points: item.pointsText, code: r.error?.code ?? 'REJECTED' });
+        continue;
       }
+      const code = r.status === 'invalid' ? 'INVALID_ROW' : r.code;
+      failed.push({ line: r.row.line, address: r.row.address, points: r.row.points, code });
+      this.byCode.set(code, (this.byCode.get(code) ?? 0) + 1);
     }
-    this.rows += results.length - rejected.length;
-    this.batches++;
-    return rejected;
-  }
-
-  addFailed(rows: readonly FailedRow[]): void {
-    for (const row of rows) this.byCode.set(row.code, (this.byCode.get(row.code) ?? 0) + 1);
-    this.failed += rows.length;
-    this.rows += rows.length;
+    this.rows += report.results.length;
+    this.failed += failed.length;
+    this.lastLine = report.results.at(-1)?.row.line ?? this.lastLine;
+    if (report.batch) this.batches++;
+    return failed;
   }
 }
 
-export const linesOf = (items: readonly CreditItem[]) =>
-  items.length ? `CSV lines ${fmt(items[0]!.line)}–${fmt(items[items.length - 1]!.line)}` : 'no rows';
+/** Index of the batch item a VALIDATION_FAILED answer names (`details[].path` like `allocations.37.address`). */
+export function itemIndexFromDetails(details: unknown): number | undefined {
+  if (!Array.isArray(details)) return undefined;
+  for (const issue of details) {
+    const path = (issue as { path?: unknown } | null)?.path;
+    const m = typeof path === 'string' ? /(?:^|\.)allocations\.(\d+)(?:\.|$)/.exec(path) : null;
+    if (m) return Number(m[1]);
+  }
+  return undefined;
+}
 
-export const batchLabel = (index: number, items: readonly CreditItem[]) => `batch ${fmt(index + 1)} (${linesOf(items)})`;
+export const linesOf = (rows: readonly { line: number }[]) =>
+  rows.length ? `CSV lines ${fmt(rows[0]!.line)}–${fmt(rows[rows.length - 1]!.line)}` : 'no rows';
+
+export const batchLabel = (b: BatchInfo<{ line: number }>) => `batch ${fmt(b.index + 1)} (${linesOf(b.rows)})`;
 
 /** The --batch-size a refused batch 1 says the file was first credited with (the API's `details.total`). */
-export function originalBatchSize(e: Refused, index: number, batchSize: number): number | undefined {
+export function originalBatchSize(e: QuestError, index: number, batchSize: number): number | undefined {
   if (e.code !== 'IDEMPOTENCY_KEY_REUSED' || index !== 0) return undefined;
   const total = (e.details as { total?: unknown } | null | undefined)?.total;
   return typeof total === 'number' && Number.isSafeInteger(total) && total >= 1 && total !== batchSize ? total : undefined;
@@ -62,12 +86,12 @@ export function originalBatchSize(e: Refused, index: number, batchSize: number):
 
 /** Why the run stops when the API refuses a batch (a 4xx), with the fix where there is one. */
 export function refusalStop(
-  e: Refused,
-  b: { index: number; items: readonly CreditItem[] },
+  e: QuestError,
+  b: BatchInfo<{ line: number }>,
   o: { questId: number; batchSize: number },
 ): CreditStop {
   const at = e.code === 'VALIDATION_FAILED' ? itemIndexFromDetails(e.details) : undefined;
-  const line = at === undefined ? undefined : b.items[at]?.line;
+  const line = at === undefined ? undefined : b.rows[at]?.line;
   const where = line === undefined ? '' : ` (CSV line ${fmt(line)})`;
   const original = originalBatchSize(e, b.index, o.batchSize);
   let hint = '';
@@ -79,7 +103,7 @@ export function refusalStop(
   } else if (e.code === 'BATCH_TOO_LARGE' || e.code === 'PAYLOAD_TOO_LARGE') hint = ' — use a smaller --batch-size';
   const stop = new CreditStop(
     e.code,
-    `${batchLabel(b.index, b.items)} was refused with ${e.status} ${e.code}${where}: ${e.message}${hint}`,
+    `${batchLabel(b)} was refused with ${e.status} ${e.code}${where}: ${e.message}${hint}`,
     line,
   );
   if (original !== undefined) stop.batchSize = original;
@@ -129,14 +153,60 @@ export function succeededText(t: Tally): string {
   return `${fmt(t.succeeded)}: ${fmt(t.replayed)} already credited before (replayed), ${fmt(t.credited)} newly credited`;
 }
 
-/** The line that tells how to go on: always names the --batch-size to use. */
+/** Stops that the same command, run again, gets past: it then finishes the file. */
+const RERUN_FINISHES = new Set([
+  'API_UNAVAILABLE',
+  'STALLED',
+  'INTERRUPTED',
+  'ALLOCATION_FAILED',
+  'BAD_RESPONSE',
+  'FILE_NOT_READABLE',
+]);
+
+/**
+ * The line that tells how to go on, where there is something to do: a re-run is advised only where
+ * it helps, and always names the --batch-size to use.
+ */
 export function closingHint(s: Summary): string | undefined {
-  if (!s.error) return undefined;
-  if (s.error.batchSize !== undefined)
-    return `Re-run with --batch-size ${s.error.batchSize}, the size ${s.file} was first credited with: its batches are then replayed, not credited again.`;
-  if (s.error.code === 'IDEMPOTENCY_KEY_REUSED')
-    return `Re-run with the --batch-size ${s.file} was first credited with (not ${s.batchSize}): its batches are then replayed, not credited again.`;
-  return `Re-run the same command (same file, --batch-size ${s.batchSize}) to finish: completed batches are not credited again.`;
+  const t = s.tally;
+  const e = s.error;
+  const same = `the same command (same file, --batch-size ${s.batchSize})`;
+  if (!e) {
+    if (!t.failed) return undefined;
+    return `The rows not credited are listed in ${s.failedFile ?? 'the failed-rows file'} with their codes; running ${same} again changes nothing for them. Credit corrected rows from a new file.`;
+  }
+  if (e.batchSize !== undefined)
+    return `Re-run with --batch-size ${e.batchSize}, the size ${s.file} was first credited with: its batches are then replayed, not credited again.`;
+  switch (e.code) {
+    case 'IDEMPOTENCY_KEY_REUSED':
+      return `Re-run with the --batch-size ${s.file} was first credited with (not ${s.batchSize}): its batches are then replayed, not credited again.`;
+    case 'INVALID_API_KEY':
+    case 'NOT_QUEST_OWNER':
+      return `Use an active API key of the owner of quest ${s.quest} (quest-admin key list); with it, ${same} finishes the file: completed batches are not credited again.`;
+    case 'QUESTS_DISABLED':
+      return `Switch quests on (quest-admin features set quests=on), then run ${same} to finish: completed batches are not credited again.`;
+    case 'INVALID_CSV':
+      if (t.rows === 0) return `Fix the file and run again: nothing was credited.`;
+      return `Lines up to ${fmt(t.lastLine)} are done. Do not re-run an edited ${s.file}: its batches would get new keys and be credited again. Put the lines after line ${fmt(t.lastLine)}, corrected, in a new file and credit that.`;
+    case 'BATCH_TOO_LARGE':
+    case 'PAYLOAD_TOO_LARGE':
+      return t.batches === 0 ? 'Re-run with a smaller --batch-size: nothing was credited.' : undefined;
+    default:
+      return RERUN_FINISHES.has(e.code) ? `Re-run ${same} to finish: completed batches are not credited again.` : undefined;
+  }
+}
+
+/** The first line of the text summary: what happened, in one sentence. */
+function title(s: Summary): string {
+  const t = s.tally;
+  if (s.error) return `Credit of ${s.file} to quest ${s.quest} stopped after ${plural(t.batches, 'batch', 'batches')}`;
+  if (t.succeeded === 0 && t.failed > 0)
+    return `Nothing credited: none of the ${plural(t.failed, 'row')} of ${s.file} could be credited to quest ${s.quest}`;
+  const done =
+    t.credited === 0 && t.replayed > 0
+      ? `Nothing new credited: ${s.file} was already credited to quest ${s.quest} (${fmt(t.replayed)} rows replayed)`
+      : `Credited ${s.file} to quest ${s.quest}`;
+  return t.failed > 0 ? `${done}, except ${plural(t.failed, 'row')} (see ${s.failedFile})` : done;
 }
 
 export function summaryText(s: Summary): string {
@@ -152,11 +222,6 @@ export function summaryText(s: Summary): string {
     ['elapsed', `${(s.elapsedMs / 1000).toFixed(1)} s`],
     ['rate', `${fmt(rate)} rows/s`],
   ];
-  const title = s.error
-    ? `Credit of ${s.file} to quest ${s.quest} stopped after ${plural(t.batches, 'batch', 'batches')}`
-    : t.credited === 0 && t.replayed > 0
-      ? `Nothing new credited: ${s.file} was already credited to quest ${s.quest} (${fmt(t.replayed)} rows replayed)`
-      : `Credited ${s.file} to quest ${s.quest}`;
   const hint = closingHint(s);
-  return renderFields(title, fields) + (hint ? `\n\n${hint}` : '');
+  return renderFields(title(s), fields) + (hint ? `\n\n${hint}` : '');
 }

@@ -2,56 +2,25 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { InvalidArgumentError } from 'commander';
+import { creditBatchKey } from '@quest/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CliError } from '../context.ts';
 import { type CreditCsvRow, openCreditCsv } from '../csv.ts';
-import { backoffMs, itemIndexFromDetails } from './api.ts';
+import { creditKeyPrefix } from './keys.ts';
 import { MAX_BATCH_SIZE, parseBaseUrl, parseBatchSize } from './options.ts';
-import { batchIdempotencyKey, type PlannedBatch, planBatches } from './plan.ts';
 import { formatDuration } from './progress.ts';
-import { checkCreditRow, mergeByLine } from './rows.ts';
 
 const A = `0x${'ab'.repeat(20)}`;
 const B = `0x${'CD'.repeat(20)}`;
 const SHA = 'f'.repeat(64);
 
-async function* from(rows: CreditCsvRow[]): AsyncGenerator<CreditCsvRow> {
-  yield* rows;
-}
-async function collect(rows: CreditCsvRow[], size: number): Promise<PlannedBatch[]> {
-  const out: PlannedBatch[] = [];
-  for await (const b of planBatches(from(rows), size)) out.push(b);
-  return out;
-}
-const row = (line: number, address = A, points = '1'): CreditCsvRow => ({ line, address, points });
+describe("a batch's Idempotency-Key", () => {
+  const key = (o: Partial<{ fileSha256: string; questId: number; batchSize: number; index: number }>) => {
+    const k = { fileSha256: SHA, questId: 7, batchSize: 5000, index: 0, ...o };
+    return creditBatchKey(creditKeyPrefix(k), k.index, k.batchSize);
+  };
 
-describe('checkCreditRow', () => {
-  it('accepts 0x + 40 hex digits in any case and positive safe integers', () => {
-    expect(checkCreditRow({ address: A, points: '1' })).toEqual({ ok: true, points: 1 });
-    expect(checkCreditRow({ address: B, points: '0042' })).toEqual({ ok: true, points: 42 });
-    expect(checkCreditRow({ address: A, points: String(Number.MAX_SAFE_INTEGER) })).toEqual({
-      ok: true,
-      points: Number.MAX_SAFE_INTEGER,
-    });
-  });
-
-  it('refuses bad addresses and points, with a reason', () => {
-    for (const address of ['', '0x123', `${A}0`, A.slice(2), `0X${A.slice(2)}`, `0x${'g'.repeat(40)}`, ` ${A}`]) {
-      expect(checkCreditRow({ address, points: '1' }).ok, address).toBe(false);
-    }
-    for (const points of ['', '0', '-1', '1.5', '1e3', '+5', '0x10', 'ten', '9007199254740992', '1 000']) {
-      const check = checkCreditRow({ address: A, points });
-      expect(check.ok, points).toBe(false);
-      if (!check.ok) expect(check.reason).toMatch(/points/);
-    }
-  });
-});
-
-describe('batchIdempotencyKey', () => {
-  const key = (o: Partial<Parameters<typeof batchIdempotencyKey>[0]>) =>
-    batchIdempotencyKey({ fileSha256: SHA, questId: 7, batchSize: 5000, index: 0, ...o });
-
-  it('is deterministic and names the file digest, quest and first row', () => {
+  it('is deterministic and names the file digest, quest and first row, as every earlier version did', () => {
     expect(key({ index: 3 })).toBe(key({ index: 3 }));
     expect(key({ index: 3 })).toBe(`quest-admin-credit-v1:${SHA}:q7:r15000`);
     expect(key({}).length).toBeLessThanOrEqual(255); // the API's limit
@@ -65,42 +34,6 @@ describe('batchIdempotencyKey', () => {
   it('gives batch 1 the same key for any batch size, so a re-run with another size collides instead of re-crediting', () => {
     expect(key({ batchSize: 2000 })).toBe(key({ batchSize: 5000 }));
     expect(key({ batchSize: 2000, index: 1 })).not.toBe(key({ batchSize: 5000, index: 1 }));
-  });
-});
-
-describe('planBatches', () => {
-  it('cuts the valid rows into batches of the given size, in file order', async () => {
-    const rows = Array.from({ length: 7 }, (_, i) => row(i + 2, A, String(i + 1)));
-    const batches = await collect(rows, 3);
-    expect(batches.map((b) => b.index)).toEqual([0, 1, 2]);
-    expect(batches.map((b) => b.items.map((i) => i.points))).toEqual([[1, 2, 3], [4, 5, 6], [7]]);
-    expect(batches[0]!.items[0]).toEqual({ line: 2, address: A, points: 1, pointsText: '1' });
-    expect(batches.every((b) => b.invalid.length === 0)).toBe(true);
-  });
-
-  it('sets invalid rows aside before batching, attached to the batch they precede, and keeps trailing ones', async () => {
-    const rows = [row(2), row(3, 'nope'), row(4), row(5), row(6, A, '0'), row(7), row(8, A, 'x')];
-    const batches = await collect(rows, 2);
-    expect(batches.map((b) => b.items.map((i) => i.line))).toEqual([[2, 4], [5, 7], []]);
-    expect(batches.map((b) => b.invalid.map((i) => [i.line, i.code]))).toEqual([
-      [[3, 'INVALID_ROW']],
-      [[6, 'INVALID_ROW']],
-      [[8, 'INVALID_ROW']],
-    ]);
-    expect(batches[2]!.invalid[0]).toEqual({ line: 8, address: A, points: 'x', code: 'INVALID_ROW' });
-  });
-
-  it('gives the same batches whatever invalid rows sit between valid ones', async () => {
-    const clean = await collect([row(2), row(3), row(4), row(5)], 2);
-    const dirty = await collect([row(2), row(3), row(4, 'bad'), row(5, A, '-1'), row(6), row(7)], 2);
-    expect(dirty.map((b) => b.items.length)).toEqual(clean.map((b) => b.items.length));
-    expect(dirty.map((b) => b.index)).toEqual(clean.map((b) => b.index));
-  });
-
-  it('yields nothing for no rows, and one exact batch at the boundary', async () => {
-    expect(await collect([], 5)).toEqual([]);
-    const exact = await collect([row(2), row(3)], 2);
-    expect(exact).toHaveLength(1);
   });
 });
 
@@ -122,28 +55,6 @@ describe('option parsers', () => {
 });
 
 describe('small helpers', () => {
-  it('backoff grows exponentially, is capped and jittered, and honours Retry-After', () => {
-    const mid = () => 0.5;
-    expect([1, 2, 3, 4, 5, 6, 7].map((n) => backoffMs(n, 0, () => 1))).toEqual([250, 500, 1000, 2000, 4000, 8000, 8000]);
-    expect(backoffMs(1, 0, () => 0)).toBe(125);
-    expect(backoffMs(2, 0, mid)).toBe(375);
-    expect(backoffMs(1, 1000, mid)).toBe(1000);
-    expect(backoffMs(1, 120_000, mid)).toBe(30_000);
-  });
-
-  it('merges failed rows by line', () => {
-    const f = (line: number) => ({ line, address: A, points: '1', code: String(line) });
-    expect(mergeByLine([f(2), f(9)], [f(3), f(4), f(10)]).map((r) => r.line)).toEqual([2, 3, 4, 9, 10]);
-    expect(mergeByLine([], [f(1)]).map((r) => r.line)).toEqual([1]);
-  });
-
-  it('finds the item a VALIDATION_FAILED answer names', () => {
-    expect(itemIndexFromDetails([{ location: 'body', path: 'allocations.37.address' }])).toBe(37);
-    expect(itemIndexFromDetails([{ path: 'allocations' }, { path: 'allocations.2' }])).toBe(2);
-    expect(itemIndexFromDetails([{ path: 'limit' }])).toBeUndefined();
-    expect(itemIndexFromDetails(undefined)).toBeUndefined();
-  });
-
   it('formats durations', () => {
     expect(formatDuration(0)).toBe('0s');
     expect(formatDuration(59_400)).toBe('59s');
@@ -187,6 +98,25 @@ describe('openCreditCsv', () => {
     const { createHash } = await import('node:crypto');
     expect(sha256).toBe(createHash('sha256').update(Buffer.from(content)).digest('hex'));
     expect(bytes).toBe(size);
+  });
+
+  it('names the line where an unclosed quote opens, not the last line of the file', async () => {
+    const unclosed = async (name: string, lines: string[], eol = '\n') => {
+      const path = await file(name, `\uFEFFaddress,points${eol}${lines.join(eol)}${eol}`);
+      const err = (await read(path).catch((e: unknown) => e)) as CliError;
+      expect(err).toBeInstanceOf(CliError);
+      expect(err.code).toBe('INVALID_CSV');
+      return err.message.slice(path.length + 2);
+    };
+    // Lines 2 and 3 are rows, 4 is blank, the quote opens on 5, and the file goes on to line 8.
+    const rows = [`${A},1`, `${A},2`, '', `"${A},3`, `${A},4`, `${A},5`, `${A},6`];
+    expect(await unclosed('late.csv', rows)).toBe('line 5: a quote opened on this line is never closed');
+    expect(await unclosed('late-crlf.csv', rows, '\r\n')).toBe('line 5: a quote opened on this line is never closed');
+    expect(await unclosed('first.csv', [`"${A},1`, `${A},2`])).toBe('line 2: a quote opened on this line is never closed');
+    // Multi-byte characters before it (offsets are bytes, not characters).
+    expect(await unclosed('utf8.csv', [`${A},1,é€`, `  "${A},2`, `${A},3`])).toBe(
+      'line 3: a quote opened on this line is never closed',
+    );
   });
 
   it('refuses a file without the header, an empty file, a malformed CSV and a missing file', async () => {

@@ -9,8 +9,8 @@
  * in batch order (batch k+1 cannot be decided before batch k anyway), so only the oldest batch is
  * polled and only its stall timer runs.
  *
- * The source (the CSV being read and cut into batches) is pulled only when a slot is free: one
- * pass over the file, the next batch read while earlier ones are on the wire.
+ * The source (the rows being read and cut into batches) is pulled only when a slot is free: one
+ * pass over the input, the next batch read while earlier ones are on the wire.
  */
 
 export interface PipelineSteps<B, A, R> {
@@ -31,7 +31,7 @@ const ignore = () => {};
 /**
  * Run the batches of `source` through submit → follow → record. On the first failure nothing new
  * is submitted and that failure is thrown once the batches before it have been recorded (a
- * failing source — a malformed CSV line — lets the batches already accepted finish first).
+ * failing source — a malformed line of the caller's file — lets the batches already accepted finish first).
  */
 export async function runInOrder<B, A, R>(source: AsyncIterable<B>, steps: PipelineSteps<B, A, R>): Promise<void> {
   const window: Promise<void>[] = [];

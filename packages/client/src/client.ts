@@ -1,0 +1,84 @@
+import { type AllocateOutcome, type AllocateRequest, allocate } from './allocate.ts';
+import { type CreditBatchReport, type CreditManyOptions, creditMany } from './credit/many.ts';
+import type { RowSource } from './credit/plan.ts';
+import type { CreditRow } from './credit/rows.ts';
+import { type QuestClientOptions, Transport } from './transport.ts';
+import type { Allocation, Batch, Campaign, PublicQuest, QuestDetail } from './types.ts';
+import { webhooks } from './webhooks.ts';
+
+export interface Page {
+  limit?: number;
+  offset?: number;
+}
+
+/**
+ * The Quest Rewards API, doing the right thing by default: every call retries transport errors,
+ * 429 and 5xx (honouring Retry-After, capped, with jitter); credits carry an Idempotency-Key kept
+ * across retries; 202s are followed to their decision. `raw` is the typed openapi-fetch client for
+ * anything else, without those defaults.
+ */
+export interface QuestClient {
+  /** Credit points to one account, exactly once. */
+  allocate(request: AllocateRequest): Promise<AllocateOutcome>;
+  /** Credit many rows through batches; yields per-batch reports with per-row results. */
+  creditMany<R extends CreditRow>(
+    questId: number,
+    rows: RowSource<R>,
+    options?: CreditManyOptions<R>,
+  ): AsyncGenerator<CreditBatchReport<R>, void, undefined>;
+  /** A quest with a page of its payouts (owner's key). */
+  getQuest(questId: number, page?: Page, o?: { signal?: AbortSignal }): Promise<QuestDetail>;
+  /** Public quests, optionally of one owner (by pass address). */
+  listQuests(query?: Page & { owner?: string }, o?: { signal?: AbortSignal }): Promise<PublicQuest[]>;
+  getCampaign(id: number, o?: { signal?: AbortSignal }): Promise<Campaign>;
+  /** An allocation's status (the Location of a 202). */
+  getAllocation(questId: number, allocationId: string, o?: { signal?: AbortSignal }): Promise<Allocation>;
+  /** A batch's progress and a page of its results. */
+  getBatch(questId: number, batchId: string, page?: Page, o?: { signal?: AbortSignal }): Promise<Batch>;
+  webhooks: typeof webhooks;
+  raw: Transport['api'];
+}
+
+export function createQuestClient(options: QuestClientOptions): QuestClient {
+  const t = new Transport(options);
+  const { api } = t;
+  const read = async <D>(
+    operation: string,
+    send: (signal: AbortSignal) => Promise<{ data?: D; error?: unknown; response: Response }>,
+    signal?: AbortSignal,
+  ) => t.ok(await t.call(operation, send, { signal }), operation);
+  return {
+    allocate: (request) => allocate(t, request),
+    creditMany: (questId, rows, o) => creditMany(t, questId, rows, o),
+    getQuest: (questId, page = {}, o = {}) =>
+      read(
+        'getQuest',
+        (signal) => api.GET('/quests/{questId}', { params: { path: { questId }, query: page }, signal }),
+        o.signal,
+      ),
+    listQuests: (query = {}, o = {}) =>
+      read('listPublicQuests', (signal) => api.GET('/quests', { params: { query }, signal }), o.signal),
+    getCampaign: (id, o = {}) =>
+      read('getCampaign', (signal) => api.GET('/campaigns/{id}', { params: { path: { id } }, signal }), o.signal),
+    getAllocation: async (questId, allocationId, o = {}) =>
+      (
+        await read(
+          'getAllocation',
+          (signal) =>
+            api.GET('/quests/{questId}/allocations/{allocationId}', { params: { path: { questId, allocationId } }, signal }),
+          o.signal,
+        )
+      ).allocation,
+    getBatch: async (questId, batchId, page = {}, o = {}) =>
+      (
+        await read(
+          'getBatch',
+          (signal) =>
+            api.GET('/quests/{questId}/batches/{batchId}', { params: { path: { questId, batchId }, query: page }, signal }),
+          o.signal,
+        )
+      ).batch,
+    webhooks,
+    raw: api,
+  };
+}

@@ -1,0 +1,36 @@
+import type { components, paths } from '../generated/openapi.ts';
+
+/**
+ * Named types of the API, taken from the generated OpenAPI types (generated/openapi.ts) so they
+ * cannot drift from the served document.
+ */
+
+export type { components, paths };
+
+type Schemas = components['schemas'];
+export type Payout = Schemas['Payout'];
+export type QuestDetail = Schemas['QuestDetail'];
+export type PublicQuest = Schemas['PublicQuest'];
+export type Campaign = Schemas['Campaign'];
+export type Allocation = Schemas['Allocation'];
+export type Batch = Schemas['Batch'];
+export type BatchResult = Schemas['BatchResult'];
+export type ErrorCode = Schemas['ErrorCode'];
+export type ErrorResponse = Schemas['ErrorResponse'];
+
+/**
+ * The codes of a decision that refuses a credit: the request was valid and the service decided
+ * not to credit it (a replay of it gets the same answer). `satisfies` ties them to the generated
+ * enum: a code the API stops sending fails the typecheck here.
+ */
+export const REJECTION_CODES = [
+  'QUEST_NOT_ACTIVE',
+  'ACTION_TYPE_INACTIVE',
+  'INSUFFICIENT_POINTS',
+  'ACCOUNT_NOT_FOUND',
+  'BALANCE_LIMIT_EXCEEDED',
+] as const satisfies readonly ErrorCode[];
+export type RejectionCode = (typeof REJECTION_CODES)[number];
+
+export const isRejectionCode = (code: unknown): code is RejectionCode =>
+  typeof code === 'string' && (REJECTION_CODES as readonly string[]).includes(code);
