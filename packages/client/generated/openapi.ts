@@ -10,7 +10,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Liveness: the process is up */
+        /**
+         * Liveness: the process is up
+         * @description Answers 200 while the process serves HTTP, without asking PostgreSQL or Redis, so an orchestrator restarts only a process that is itself stuck; whether it can do work is `GET /readyz`. Needs no key and is never rate limited.
+         */
         get: operations["getHealth"];
         put?: never;
         post?: never;
@@ -151,7 +154,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a batch: status, progress and a page of its results */
+        /**
+         * Get a batch: status, progress and a page of its results
+         * @description The batch's status URL: the `Location` of a 202 from `POST /quests/{questId}/batches`. Poll it until `status` is `completed` (every item decided) or `failed` (stopped: send the batch again with the same `Idempotency-Key` to resume); `processed`, `succeeded` and `failed` count the items so far. `results` is one page of item outcomes in the order of the request (`limit` 1–100, `offset`). Only the quest owner reads it.
+         */
         get: operations["getBatch"];
         put?: never;
         post?: never;
