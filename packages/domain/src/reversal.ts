@@ -44,15 +44,10 @@ export const reversalViewSchema = z
     }),
     payout_id: z.string().meta({ description: 'The payout reversed.', example: 'pay_01jf8q4g0x7m3r6v2k9d1n5bta' }),
     quest_id: z.number().int().positive().meta({ description: 'The quest of the payout.', example: 7 }),
-    amount: z
-      .number()
-      .int()
-      .min(1)
-      .max(Number.MAX_SAFE_INTEGER)
-      .meta({
-        description: "Points taken back: returned to the quest's points_remaining, taken from the account.",
-        example: 100,
-      }),
+    amount: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).meta({
+      description: "Points taken back: returned to the quest's points_remaining, taken from the account.",
+      example: 100,
+    }),
     reason: z
       .string()
       .nullable()
