@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { createSql, type Sql, setFeatureFlags, type FeatureFlags } from '@quest/db';
-import type { AllocationItem, JobReply } from '@quest/domain';
+import type { RequestItem, JobReply } from '@quest/domain';
 import type { Allocator, Delivery } from '@quest/queue';
 import { createTestDatabase, OpenApiContract, type TestDatabase, UNTHROTTLED_RATE_LIMITS } from '@quest/testing';
 import { buildApp } from '../src/app.ts';
@@ -38,10 +38,10 @@ export const pendingAllocator: Allocator = {
  * `onBatch`. It stands in for the queue and the worker pool, so a route test needs no socket.
  */
 export function scriptedAllocator(script: {
-  onAllocate?: (item: AllocationItem) => Promise<Delivery>;
+  onAllocate?: (item: RequestItem) => Promise<Delivery>;
   onBatch?: (data: { batchId: string; questId: number }) => Promise<JobReply<'batch'> | undefined>;
-}): Allocator & { items: AllocationItem[] } {
-  const items: AllocationItem[] = [];
+}): Allocator & { items: RequestItem[] } {
+  const items: RequestItem[] = [];
   return {
     items,
     async allocate(item) {

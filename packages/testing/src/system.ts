@@ -161,7 +161,7 @@ export async function settle(system: System, location: string, apiKey: string, t
       const res = await get(system, location, { 'x-api-key': apiKey });
       expect(res.status).toBe(200);
       last = res.body;
-      const state = (last.allocation ?? last.batch).status;
+      const state = (last.allocation ?? last.batch ?? last.reversal).status;
       expect(state, `${location} still pending`).not.toMatch(/^(pending|processing)$/);
     },
     { timeout, interval: 50 },

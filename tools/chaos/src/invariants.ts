@@ -178,15 +178,17 @@ function checkOrder(
   return v;
 }
 
-/** What PostgreSQL holds on its own: balances = Σ payouts, nothing left pending, no paid request stored failed. */
+/** What PostgreSQL holds on its own: balances = Σ payouts − Σ reversals, nothing left pending, no paid request stored failed. */
 async function checkStored(cluster: Cluster): Promise<string[]> {
   const v: string[] = [];
   const sql = cluster.sql;
-  const balances = await sql<{ id: number; balance: number; paid: number }[]>`
-    select a.id, a.balance, coalesce(p.s, 0)::bigint as paid
-    from accounts a left join (select account_id, sum(amount) s from payouts group by account_id) p on p.account_id = a.id
-    where a.balance <> coalesce(p.s, 0)`;
-  for (const b of balances) v.push(`account ${b.id}: balance ${b.balance} ≠ Σ payouts ${b.paid}`);
+  const balances = await sql<{ id: number; balance: number; paid: number; reversed: number }[]>`
+    select a.id, a.balance, coalesce(p.s, 0)::int8 as paid, coalesce(r.s, 0)::int8 as reversed
+    from accounts a
+    left join (select account_id, sum(amount) s from payouts group by account_id) p on p.account_id = a.id
+    left join (select account_id, sum(amount) s from reversals group by account_id) r on r.account_id = a.id
+    where a.balance <> coalesce(p.s, 0) - coalesce(r.s, 0)`;
+  for (const b of balances) v.push(`account ${b.id}: balance ${b.balance} ≠ Σ payouts ${b.paid} − Σ reversals ${b.reversed}`);
   const batches = await sql<{ id: string; status: string }[]>`
     select id, status from batches where status in ('pending', 'processing')`;
   for (const b of batches) v.push(`batch ${b.id.slice(0, 14)}… left ${b.status}`);
@@ -207,7 +209,9 @@ async function checkStored(cluster: Cluster): Promise<string[]> {
         select r.request_key from allocation_requests r
         where r.status = 'pending'
           and not exists (select 1 from payouts p where p.quest_id = r.quest_id and p.request_key = r.request_key and p.batch_id is null)
-          and not exists (select 1 from allocation_rejections x where x.quest_id = r.quest_id and x.request_key = r.request_key)`;
+          and not exists (select 1 from allocation_rejections x where x.quest_id = r.quest_id and x.request_key = r.request_key)
+          and not exists (select 1 from reversals y where y.id = r.request_key)
+          and not exists (select 1 from reversal_rejections z where z.id = r.request_key)`;
       for (const r of pending) v.push(`request ${r.request_key.slice(0, 14)}… left pending in PostgreSQL`);
     }
   }

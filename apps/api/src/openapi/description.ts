@@ -33,6 +33,10 @@ curl -sS "$BASE/quests/1/allocations/alc_…" -H "x-api-key: $KEY"   # the statu
 curl -sS -X POST "$BASE/quests/1/batches" -H "x-api-key: $KEY" -H 'content-type: application/json' \\
   -H 'Idempotency-Key: import-2026-03-01' -d '{"allocations":[{"address":"0x52908400098527886E0F7030069857D2E4169EE7","points":5}]}'
 curl -sS "$BASE/quests/1/batches/bat_…?limit=100&offset=0" -H "x-api-key: $KEY"
+curl -sS -X POST "$BASE/quests/1/payouts/pay_…/reversals" -H "x-api-key: $KEY" -H 'content-type: application/json' \\
+  -H 'Idempotency-Key: refund-1234' -d '{"points":10,"reason":"credited twice"}'   # take back 10 points of a payout (body {}: all of it)
+curl -sS "$BASE/quests/1/reversals/rev_…" -H "x-api-key: $KEY"     # the status URL of a reversal's 202
+curl -sS "$BASE/quests/1/payouts/pay_…" -H "x-api-key: $KEY"       # a payout with its reversals
 curl -sS "$BASE/healthz"; curl -sS "$BASE/readyz"
 \`\`\`
 
@@ -41,4 +45,5 @@ curl -sS "$BASE/healthz"; curl -sS "$BASE/readyz"
 - **200** is a decided outcome; **202** means accepted and queued but not decided yet: poll the \`Location\` header's URL.
 - Every non-2xx answer is the \`ErrorResponse\` envelope; its \`code\` is one of \`ErrorCode\`. Every answer carries an \`x-request-id\` header.
 - **Idempotency**: send an \`Idempotency-Key\` with a POST and retry with the same key and body as often as needed — the same owner + quest + key always gets the original outcome, never a second credit. An answer that replays an earlier outcome carries \`Idempotent-Replayed: true\`.
-- 503 answers (\`DATABASE_UNAVAILABLE\`, \`QUEUE_UNAVAILABLE\`, \`ALLOCATION_FAILED\`) applied nothing: retry after \`Retry-After\` seconds, with the same Idempotency-Key.`;
+- **Reversals** take points back from a payout, decided in the quest's order with its allocations: the quest's \`points_remaining\` goes up by the amount, the account's balance down. A payout is never reversed by more than its amount in total.
+- 503 answers (\`DATABASE_UNAVAILABLE\`, \`QUEUE_UNAVAILABLE\`, \`ALLOCATION_FAILED\`, \`REVERSAL_FAILED\`) applied nothing: retry after \`Retry-After\` seconds, with the same Idempotency-Key.`;

@@ -12,7 +12,7 @@ import { type HeaderDoc, RATE_LIMIT_HEADERS, REQUEST_ID_HEADER, RETRY_AFTER_HEAD
  */
 
 /** The API version the document states (info.version). */
-export const API_VERSION = '1.0.0';
+export const API_VERSION = '1.1.0';
 
 /**
  * The value of a 202's Location header, as a named schema: generators that do not type response
@@ -22,8 +22,8 @@ const STATUS_URL_SCHEMA = {
   type: 'string',
   format: 'uri-reference',
   description:
-    'The status URL of an allocation or batch, relative to the server: `/quests/{questId}/allocations/{allocationId}` ' +
-    'or `/quests/{questId}/batches/{batchId}`. Sent in the Location header of a 202.',
+    'The status URL of an allocation, batch or reversal, relative to the server: `/quests/{questId}/allocations/{allocationId}`, ' +
+    '`/quests/{questId}/batches/{batchId}` or `/quests/{questId}/reversals/{reversalId}`. Sent in the Location header of a 202.',
   examples: ['/quests/7/allocations/alc_01jf8q4g0x7m3r6v2k9d1n5bta'],
 };
 
@@ -131,6 +131,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'campaigns', description: 'Campaigns grouping quests' },
         { name: 'allocations', description: 'Crediting points to one account, and the status of an allocation' },
         { name: 'batches', description: 'Crediting many accounts in one request, and the status of a batch' },
+        { name: 'reversals', description: 'Taking points back from a payout, and the status of a reversal' },
         { name: 'health', description: 'Liveness and readiness probes' },
       ],
       components: {
