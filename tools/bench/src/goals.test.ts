@@ -71,7 +71,10 @@ describe('goals table', () => {
       '70.0 ms vs 40.0 ms = 1.75×',
       'MISSED',
     ]);
-    expect(table.get('reversals mixed in: allocations/s ≥ 0.8 × throughput alone')).toEqual(['2,700/s vs 3,000/s = 0.90×', 'met']);
+    expect(table.get('reversals mixed in: allocations/s ≥ 0.8 × throughput alone')).toEqual([
+      '2,700/s vs 3,000/s = 0.90×',
+      'met',
+    ]);
   });
 
   it('takes the largest peak RSS of the memory rows and the credit CLI, and strict bounds for admin', () => {
