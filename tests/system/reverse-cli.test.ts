@@ -261,7 +261,7 @@ describe('quest-admin payouts reverse', () => {
     expect(await auditViolations(sql)).toEqual([]);
   });
 
-  test('exit 1 when the key does not own the quest (nothing reversed), exit 2 without exactly one input', {
+  test('exit 1 when the key does not own the quest or the file has no payout_id column (nothing reversed), exit 2 without exactly one input', {
     timeout: 60_000,
   }, async ({ system, database, owner, makeQuest, dir }) => {
     const { sql } = database;
@@ -281,6 +281,13 @@ describe('quest-admin payouts reverse', () => {
     expect((await ledgerOf(sql, questId)).reversals).toBe(0);
 
     const o = { quest: questId, key: owner.apiKey, baseUrl: system.baseUrl };
+    // A file without the column: a plain command failure, nothing sent.
+    const headerless = join(dir, 'headerless.csv');
+    await writeFile(headerless, `id\n${payout}\n`);
+    const bad = await cli(database.url, reverseArgs(o, '--file', headerless));
+    expect(bad.code, bad.stderr).toBe(1);
+    expect(jsonOf(bad)).toMatchObject({ error: { code: 'INVALID_CSV' } });
+
     for (const extra of [[], ['--file', file, '--addresses', file]]) {
       const usage = await cli(database.url, reverseArgs(o, ...extra));
       expect(usage.code, usage.stderr).toBe(2);

@@ -72,8 +72,12 @@ export async function reverseCommand(ctx: Context, opts: ReverseOptions): Promis
     progress.update();
   };
   let error: ReverseStop | undefined;
+  /** What stopped the run, as thrown. */
+  let cause: unknown;
   const stopWith = (e: unknown) => {
-    error ??= toStop(signal.aborted ? signal.reason : e);
+    if (error) return;
+    cause = signal.aborted ? signal.reason : e;
+    error = toStop(cause);
   };
 
   try {
@@ -94,7 +98,7 @@ export async function reverseCommand(ctx: Context, opts: ReverseOptions): Promis
         }
         if (next.done) return;
         try {
-          await reverseOne(client, next.value, opts, tally, mode, signal);
+          await reverseOne(client, next.value, opts, tally, signal);
         } catch (e) {
           stopWith(e);
         }
@@ -104,13 +108,13 @@ export async function reverseCommand(ctx: Context, opts: ReverseOptions): Promis
     await Promise.all(Array.from({ length: opts.concurrency }, worker));
     if (signal.aborted) stopWith(signal.reason);
   } catch (e) {
-    // Nothing read or sent: a plain command failure (unreadable file, malformed header), reported by the runner.
-    if (e instanceof CliError && tally.rows === 0) throw e;
     stopWith(e);
   } finally {
     progress.stop();
     release();
   }
+  // Nothing read or sent: a plain command failure (unreadable file, malformed header), reported by the runner.
+  if (cause instanceof CliError && tally.rows === 0) throw cause;
 
   tally.failures.sort((a, b) => a.line - b.line);
   await failedFile.writeCells(tally.failures.map((f) => failedCells(mode, f)));
@@ -249,7 +253,6 @@ async function reverseOne(
   task: ReversalTask,
   opts: ReverseOptions,
   tally: Tally,
-  mode: ReverseMode,
   signal: AbortSignal,
 ): Promise<void> {
   const failed = (code: string) => ({
@@ -259,7 +262,6 @@ async function reverseOne(
     address: task.address ?? '',
     code,
   });
-  void mode;
   try {
     const out = await client.reverse({
       questId: opts.quest,
