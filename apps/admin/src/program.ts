@@ -212,7 +212,7 @@ export function buildProgram(ctx: Context, emit: (output: CommandOutput) => void
   program
     .command('audit')
     .description(
-      'Check the ledger: per quest total = remaining + paid out, per account balance = paid in, nothing negative; exit 1 on any violation',
+      'Check the ledger: per quest total = remaining + paid out - reversed, per account balance = paid in - reversed, no payout reversed beyond its amount, nothing negative; exit 1 on any violation',
     )
     .action(() => run(() => auditCommand(ctx)));
 

@@ -8,6 +8,7 @@ import {
   getAllocationStatus,
   getReversalStatus,
   markAllocationsFailed,
+  pendingWork,
   recordPendingRequest,
   touchRequest,
 } from '@quest/db';
@@ -142,7 +143,10 @@ describe('request lifecycle', () => {
       address: null,
       job_id: '5',
     });
+    const pendingBefore = (await pendingWork(database.sql)).requests.count;
     await applyRequests(database.sql, [mark], { firstDelivery: false });
+    // Decided: no longer counted as pending work (quest-admin status).
+    expect((await pendingWork(database.sql)).requests.count).toBe(pendingBefore - 1);
     expect(await getReversalStatus(database.sql, quest, mark.key)).toMatchObject({
       status: 'completed',
       reversal: { id: mark.key, payout_id: payoutId, amount: 4, reason: 'dupe', account: { pass: address } },
