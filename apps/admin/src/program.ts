@@ -19,6 +19,7 @@ import {
 import { accountCreate, accountImport } from './commands/accounts.ts';
 import { auditCommand } from './commands/audit.ts';
 import { registerCreditCommand } from './commands/credit.ts';
+import { registerPayoutsCommand } from './commands/payouts.ts';
 import { demo } from './commands/demo.ts';
 import { featuresSet, featuresShow } from './commands/features.ts';
 import { accountList, campaignList, DEFAULT_LIST_LIMIT, keyList, ownerList, questList } from './commands/lists.ts';
@@ -225,6 +226,7 @@ export function buildProgram(ctx: Context, emit: (output: CommandOutput) => void
     });
 
   registerCreditCommand(program, ctx, run);
+  registerPayoutsCommand(program, ctx, run);
 
   program
     .command('status')

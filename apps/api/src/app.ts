@@ -19,6 +19,7 @@ import { getPayoutRoute } from './routes/get-payout.ts';
 import { getQuestRoute } from './routes/get-quest.ts';
 import { getQuestsRoute } from './routes/get-quests.ts';
 import { getReversalRoute } from './routes/get-reversal.ts';
+import { listPayoutsRoute } from './routes/list-payouts.ts';
 import { healthRoutes } from './routes/health.ts';
 import { AllocationService } from './services/allocations.ts';
 import { BatchService } from './services/batches.ts';
@@ -133,6 +134,7 @@ export async function buildApp(config: ApiConfig, given: ApiDeps): Promise<Fasti
   await app.register(getAllocationRoute, { deps });
   await app.register(createBatchRoute, { deps });
   await app.register(getBatchRoute, { deps });
+  await app.register(listPayoutsRoute, { deps });
   await app.register(getPayoutRoute, { deps });
   await app.register(createReversalRoute, { deps });
   await app.register(getReversalRoute, { deps });

@@ -167,6 +167,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/quests/{questId}/payouts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List an account's payouts on a quest
+         * @description Owner-only. The payouts of the account with this pass address on the quest, oldest first, each with `reversed_amount`. An address with no account, or no payouts, answers an empty list.
+         */
+        get: operations["listAccountPayouts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/quests/{questId}/payouts/{payoutId}": {
         parameters: {
             query?: never;
@@ -676,6 +696,38 @@ export interface components {
         };
         PayoutDetailResponse: {
             payout: components["schemas"]["PayoutDetail"];
+        };
+        /** @description A payout with what its reversals took back. */
+        AccountPayout: {
+            /**
+             * @description Payout id: `pay_` followed by a time-sortable ULID.
+             * @example pay_01jf8q4g0x7m3r6v2k9d1n5bta
+             */
+            id: string;
+            /**
+             * @description Points allocated.
+             * @example 250
+             */
+            amount: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp of the decision.
+             * @example 2026-03-01T12:00:00.123Z
+             */
+            created_at: string;
+            account: {
+                /**
+                 * @description EIP-55 checksummed pass address of the receiving account.
+                 * @example 0x52908400098527886E0F7030069857D2E4169EE7
+                 */
+                pass: string;
+            };
+            /** @description Points taken back from this payout by its reversals, in total (at most its amount). */
+            reversed_amount: number;
+        };
+        AccountPayoutsResponse: {
+            /** @description Oldest first (decision order). */
+            payouts: components["schemas"]["AccountPayout"][];
         };
         /**
          * Format: uri-reference
@@ -1738,6 +1790,129 @@ export interface operations {
                 };
             };
             /** @description QUEST_NOT_FOUND or BATCH_NOT_FOUND. */
+            404: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description RATE_LIMITED: over a rate limit (per client address, API key, owner allocation items, or failed authentications; see docs/api.md). Retry-After says when to retry; x-ratelimit-limit, -remaining and -reset describe the limit. */
+            429: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description Requests (or allocation items) allowed per window. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description What is left of the limit in this window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description INTERNAL_ERROR: unexpected server error (logged with the request id; the message never carries internals). */
+            500: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description DATABASE_UNAVAILABLE: PostgreSQL is unreachable; retry later (Retry-After). */
+            503: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    listAccountPayouts: {
+        parameters: {
+            query: {
+                /** @description Results per page (1..1000, default 100). */
+                limit?: number;
+                /** @description Results to skip (default 0). */
+                offset?: number;
+                /** @description Pass address of the account (any letter case; compared in checksum form). */
+                address: string;
+            };
+            header?: never;
+            path: {
+                /** @description Quest id. */
+                questId: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the account's payouts on the quest. */
+            200: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "payouts": [
+                     *         {
+                     *           "id": "pay_01jf8q4g0x7m3r6v2k9d1n5bta",
+                     *           "amount": 250,
+                     *           "created_at": "2026-03-01T12:00:00.123Z",
+                     *           "account": {
+                     *             "pass": "0x52908400098527886E0F7030069857D2E4169EE7"
+                     *           },
+                     *           "reversed_amount": 0
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AccountPayoutsResponse"];
+                };
+            };
+            /** @description VALIDATION_FAILED (bad quest id, address, limit or offset) or QUESTS_DISABLED. */
+            400: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description INVALID_API_KEY or NOT_QUEST_OWNER. */
+            401: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description QUEST_NOT_FOUND. */
             404: {
                 headers: {
                     /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */

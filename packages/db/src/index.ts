@@ -6,3 +6,4 @@ export * from './reads.ts';
 export * from './observe.ts';
 export * from './payouts.ts';
 export * from './status.ts';
+export * from './account-payouts.ts';

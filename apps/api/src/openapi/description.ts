@@ -37,6 +37,7 @@ curl -sS -X POST "$BASE/quests/1/payouts/pay_…/reversals" -H "x-api-key: $KEY"
   -H 'Idempotency-Key: refund-1234' -d '{"points":10,"reason":"credited twice"}'   # take back 10 points of a payout (body {}: all of it)
 curl -sS "$BASE/quests/1/reversals/rev_…" -H "x-api-key: $KEY"     # the status URL of a reversal's 202
 curl -sS "$BASE/quests/1/payouts/pay_…" -H "x-api-key: $KEY"       # a payout with its reversals
+curl -sS "$BASE/quests/1/payouts?address=0x…" -H "x-api-key: $KEY" # an account's payouts on the quest
 curl -sS "$BASE/healthz"; curl -sS "$BASE/readyz"
 \`\`\`
 
