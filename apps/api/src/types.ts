@@ -9,6 +9,7 @@ import type { OwnerItemLimit } from './rate-limits.ts';
 import type { AllocationService } from './services/allocations.ts';
 import type { BatchService } from './services/batches.ts';
 import type { IdempotencyGuard } from './services/idempotency.ts';
+import type { WebhookService } from './services/webhooks.ts';
 
 export type { ApiConfig } from './env.ts';
 
@@ -37,4 +38,5 @@ export type RouteDeps = ApiDeps & {
   ownerItems: OwnerItemLimit;
   allocations: AllocationService;
   batches: BatchService;
+  webhooks: WebhookService;
 };

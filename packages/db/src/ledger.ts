@@ -12,6 +12,7 @@ import {
 } from '@quest/domain';
 import { pipelinedTransaction, type Sql } from './client.ts';
 import { advanceBatch } from './lifecycle.ts';
+import { writeLedgerEvents } from './outbox.ts';
 
 /**
  * The ledger transaction: read → plan → write, in one PostgreSQL transaction, with a fixed number
@@ -22,7 +23,7 @@ import { advanceBatch } from './lifecycle.ts';
  *  2. plan, in memory, with the pure `planAllocations` (window, action type, budget, account,
  *     balance limit; replays of stored outcomes; duplicates inside the list).
  *  3. write (pipelined with COMMIT): payouts and rejections, each quest's points_remaining, each
- *     account's balance — set-based, through `unnest` arrays.
+ *     account's balance, and the decisions' events (outbox.ts) — set-based, through `unnest` arrays.
  *
  * A request key has at most one outcome (payout or rejection; the database enforces it), so a job
  * that is redelivered after its worker died, or a client retrying with the same Idempotency-Key,
@@ -40,6 +41,10 @@ interface QuestRow {
   end_at: Date;
   action_status: ActionStatus;
   points_remaining: number;
+  // read for the quest's events (outbox.ts)
+  owner_id: string;
+  total_points: number;
+  budget_low_threshold: number | null;
 }
 
 interface StoredRow {
@@ -105,7 +110,7 @@ async function runLedger(
     // marker), so the API can accept the quest's next batch while this one is being applied.
     const [quests, stored, accounts] = await Promise.all([
       tx<QuestRow[]>`
-        select id, start_at, end_at, action_status, points_remaining
+        select id, start_at, end_at, action_status, points_remaining, owner_id, total_points, budget_low_threshold
         from quests where id = any(${questIds}::int[]) order by id for no key update`,
       lookUp.length === 0
         ? ([] as StoredRow[])
@@ -182,6 +187,15 @@ async function runLedger(
         from unnest(${ids}::int[], ${ids.map((id) => plan.pointsRemaining.get(id)!)}::bigint[]) as v(id, remaining)
         where q.id = v.id`);
     }
+    // The decisions' events, in the same transaction (a transactional outbox: see outbox.ts).
+    const eventQuests = new Map(
+      quests.map((q) => [
+        q.id,
+        { ownerId: q.owner_id, totalPoints: q.total_points, pointsRemaining: q.points_remaining, budgetLowThreshold: q.budget_low_threshold },
+      ]),
+    );
+    const events = writeLedgerEvents(tx, items, plan, eventQuests, now);
+    if (events) writes.push(events);
     if (afterWrites) writes.push(afterWrites(tx, plan));
     await commit(writes);
     return plan.outcomes;

@@ -8,3 +8,5 @@ export * from './partition.ts';
 export * from './plan.ts';
 export * from './quest.ts';
 export * from './views.ts';
+export * from './events.ts';
+export * from './webhooks.ts';

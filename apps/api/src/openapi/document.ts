@@ -129,6 +129,8 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'campaigns', description: 'Campaigns grouping quests' },
         { name: 'allocations', description: 'Crediting points to one account, and the status of an allocation' },
         { name: 'batches', description: 'Crediting many accounts in one request, and the status of a batch' },
+        { name: 'events', description: "The owner's events: what was decided, in commit order (also delivered by webhooks)" },
+        { name: 'webhooks', description: 'Webhook endpoints: signed deliveries of events, retried for days' },
         { name: 'health', description: 'Liveness and readiness probes' },
       ],
       components: {
