@@ -88,7 +88,8 @@ export const workerEnvSchema = z.object({
       'another worker (it is re-delivered at the head of its partition).',
   }),
   EVENT_RETENTION_DAYS: intVar(30, 1, 3650).meta({
-    description: 'Events older than this are deleted (hourly), with their delivery log: `GET /events` and replays reach back this far.',
+    description:
+      'Events older than this are deleted (hourly), with their delivery log: `GET /events` and replays reach back this far.',
   }),
   WEBHOOK_CONCURRENCY: intVar(32, 1, 1000).meta({
     description: 'Webhook deliveries in flight at once per worker process.',
@@ -97,7 +98,8 @@ export const workerEnvSchema = z.object({
     description: 'A delivery attempt not answered within this (connect, send, answer) has failed.',
   }),
   WEBHOOK_RETRY_BASE_MS: intVar(10_000, 10, 86_400_000).meta({
-    description: 'Pause after the first failed attempt of a delivery; it doubles with each failure, with jitter (half fixed, half random).',
+    description:
+      'Pause after the first failed attempt of a delivery; it doubles with each failure, with jitter (half fixed, half random).',
   }),
   WEBHOOK_RETRY_MAX_MS: intVar(6 * 3_600_000, 10, 7 * 86_400_000).meta({
     description: 'Longest pause between two attempts of a delivery.',
@@ -114,7 +116,8 @@ export const workerEnvSchema = z.object({
     description: 'Events the publisher numbers, and deliveries the dispatcher hands to the queue, per step.',
   }),
   WEBHOOK_POLL_MS: intVar(100, 10, 60_000).meta({
-    description: 'How often an idle worker looks for new events to publish and due deliveries (the bound on delivery lag when idle).',
+    description:
+      'How often an idle worker looks for new events to publish and due deliveries (the bound on delivery lag when idle).',
   }),
   METRICS_PORT: intVar(0, 0, 65_535).meta({
     description: "Port of the worker's Prometheus endpoint, `GET /metrics` (`0`: no endpoint).",

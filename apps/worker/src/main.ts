@@ -2,7 +2,14 @@ import { pino } from 'pino';
 import { ConfigError, loadEnvironment, parseSecretKey } from '@quest/config';
 import { createSql } from '@quest/db';
 import { DatabaseConfigurationError, migrate, waitForDatabase } from '@quest/db/migrate';
-import { DeliveryQueue, PartitionPool, producerConnection, ReplySender, redisConnection, startDeliveryWorker } from '@quest/queue';
+import {
+  DeliveryQueue,
+  PartitionPool,
+  producerConnection,
+  ReplySender,
+  redisConnection,
+  startDeliveryWorker,
+} from '@quest/queue';
 import { loadWorkerConfig } from './env.ts';
 import { removeHealthFile, writeHealthFile } from './health.ts';
 import { observePool, sampleDbPool, sampleWebhooks, serveMetrics } from './metrics.ts';
@@ -149,7 +156,8 @@ const sample = () => {
   void sampleDbPool(sql, config.DATABASE_POOL_MAX).catch(() => {});
   void sampleWebhooks(sql, () => deliveryQueue.depth()).catch(() => {});
 };
-const dbSampler = config.METRICS_PORT && config.METRICS_SAMPLE_MS ? setInterval(sample, config.METRICS_SAMPLE_MS).unref() : undefined;
+const dbSampler =
+  config.METRICS_PORT && config.METRICS_SAMPLE_MS ? setInterval(sample, config.METRICS_SAMPLE_MS).unref() : undefined;
 if (dbSampler) sample();
 const reconciler = new Reconciler({
   sql,

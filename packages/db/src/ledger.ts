@@ -191,7 +191,12 @@ async function runLedger(
     const eventQuests = new Map(
       quests.map((q) => [
         q.id,
-        { ownerId: q.owner_id, totalPoints: q.total_points, pointsRemaining: q.points_remaining, budgetLowThreshold: q.budget_low_threshold },
+        {
+          ownerId: q.owner_id,
+          totalPoints: q.total_points,
+          pointsRemaining: q.points_remaining,
+          budgetLowThreshold: q.budget_low_threshold,
+        },
       ]),
     );
     const events = writeLedgerEvents(tx, items, plan, eventQuests, now);

@@ -23,10 +23,11 @@ export function insertEvents(tx: Sql, events: readonly EventRow[]): Promise<unkn
   if (events.length === 0) return undefined;
   return tx`
     insert into events (id, owner_id, type, quest_id, allocation_id, batch_id, data, created_at)
-    select * from unnest(
+    select id, owner_id, type, quest_id, allocation_id, batch_id, data::jsonb, created_at from unnest(
       ${events.map((e) => e.id)}::text[], ${events.map((e) => e.ownerId)}::text[], ${events.map((e) => e.type)}::text[],
       ${events.map((e) => e.questId)}::int[], ${events.map((e) => e.allocationId)}::text[], ${events.map((e) => e.batchId)}::text[],
-      ${events.map((e) => JSON.stringify(e.data))}::jsonb[], ${events.map((e) => e.createdAt)}::timestamptz[])`;
+      ${events.map((e) => JSON.stringify(e.data))}::text[], ${events.map((e) => e.createdAt.toISOString())}::timestamptz[])
+      as v(id, owner_id, type, quest_id, allocation_id, batch_id, data, created_at)`;
 }
 
 /** The ledger's events: plan them from the transaction's plan, and insert them (see planEvents). */
@@ -37,7 +38,10 @@ export function writeLedgerEvents(
   quests: ReadonlyMap<number, EventQuest>,
   now: Date,
 ): Promise<unknown> | undefined {
-  return insertEvents(tx, planEvents(items, plan, quests, now, () => newId('evt', now.getTime())));
+  return insertEvents(
+    tx,
+    planEvents(items, plan, quests, now, () => newId('evt', now.getTime())),
+  );
 }
 
 /** Arbitrary constant: the advisory lock that makes one publisher transaction run at a time. */

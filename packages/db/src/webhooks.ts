@@ -130,9 +130,30 @@ export interface DeliveryWork {
   event: StoredEvent;
 }
 
+interface DeliveryWorkRow {
+  id: number;
+  status: DeliveryWork['status'];
+  attempts: number;
+  first_attempt_at: Date | null;
+  ep_id: string;
+  url: string;
+  secret_enc: Uint8Array;
+  previous_secret_enc: Uint8Array | null;
+  previous_secret_expires_at: Date | null;
+  deleted_at: Date | null;
+  e_id: string;
+  type: StoredEvent['type'];
+  created_at: Date;
+  quest_id: number | null;
+  allocation_id: string | null;
+  batch_id: string | null;
+  data: unknown;
+  position: number;
+}
+
 /** What an attempt needs: the delivery, its endpoint (with the encrypted secrets) and its event. */
 export async function getDeliveryWork(sql: Sql, id: number): Promise<DeliveryWork | undefined> {
-  const [row] = await sql<any[]>`
+  const [row] = await sql<DeliveryWorkRow[]>`
     select d.id, d.status, d.attempts, d.first_attempt_at,
       ep.id as ep_id, ep.url, ep.secret_enc, ep.previous_secret_enc, ep.previous_secret_expires_at, ep.deleted_at,
       e.id as e_id, e.type, e.created_at, e.quest_id, e.allocation_id, e.batch_id, e.data, e.position

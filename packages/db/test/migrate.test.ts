@@ -59,11 +59,14 @@ describe('migrate', () => {
       'api_keys',
       'batches',
       'campaigns',
+      'events',
       'feature_flags',
       'migrations',
       'owners',
       'payouts',
       'quests',
+      'webhook_deliveries',
+      'webhook_endpoints',
     ]);
     const flags = await sql`select name, enabled from feature_flags order by name`;
     expect(flags).toEqual([

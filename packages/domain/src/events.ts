@@ -116,8 +116,7 @@ export function planEvents(
 export const eventViewSchema = z
   .object({
     id: z.string().meta({
-      description:
-        'Event id: `evt_` and a time-sortable ULID. Also the `webhook-id` of its deliveries (receivers dedupe on it).',
+      description: 'Event id: `evt_` and a time-sortable ULID. Also the `webhook-id` of its deliveries (receivers dedupe on it).',
       example: 'evt_01jf8q4g0x7m3r6v2k9d1n5btd',
     }),
     type: z.enum(EVENT_TYPES).meta({ description: 'What happened; `data` holds the view of it.' }),

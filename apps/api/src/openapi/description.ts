@@ -27,6 +27,15 @@ curl -sS "$BASE/quests/1/allocations/alc_…" -H "x-api-key: $KEY"   # the statu
 curl -sS -X POST "$BASE/quests/1/batches" -H "x-api-key: $KEY" -H 'content-type: application/json' \\
   -H 'Idempotency-Key: import-2026-03-01' -d '{"allocations":[{"address":"0x52908400098527886E0F7030069857D2E4169EE7","points":5}]}'
 curl -sS "$BASE/quests/1/batches/bat_…?limit=100&offset=0" -H "x-api-key: $KEY"
+curl -sS "$BASE/events?after=evt_…&limit=100" -H "x-api-key: $KEY"   # what was decided, resumable
+curl -sS -X POST "$BASE/webhook-endpoints" -H "x-api-key: $KEY" -H 'content-type: application/json' \\
+  -d '{"url":"https://example.com/webhooks/quest"}'                # → the signing secret, shown once
+curl -sS "$BASE/webhook-endpoints" -H "x-api-key: $KEY"
+curl -sS "$BASE/webhook-endpoints/whe_…/deliveries" -H "x-api-key: $KEY"
+curl -sS -X POST "$BASE/webhook-endpoints/whe_…/secret" -H "x-api-key: $KEY"
+curl -sS -X POST "$BASE/webhook-endpoints/whe_…/replay" -H "x-api-key: $KEY" -H 'content-type: application/json' \\
+  -d '{"since":"2026-03-01T00:00:00Z"}'
+curl -sS "$BASE/webhook-endpoints/whe_…" -X DELETE -H "x-api-key: $KEY"
 curl -sS "$BASE/healthz"; curl -sS "$BASE/readyz"
 \`\`\`
 

@@ -22,7 +22,10 @@ export const deleteWebhookEndpointRoute: FastifyPluginAsyncZod<{ deps: RouteDeps
           ...errorResponses({
             400: { description: 'VALIDATION_FAILED (bad id).', codes: ['VALIDATION_FAILED'] },
             401: { description: 'INVALID_API_KEY.', codes: ['INVALID_API_KEY'] },
-            404: { description: 'WEBHOOK_ENDPOINT_NOT_FOUND (none of yours has this id).', codes: ['WEBHOOK_ENDPOINT_NOT_FOUND'] },
+            404: {
+              description: 'WEBHOOK_ENDPOINT_NOT_FOUND (none of yours has this id).',
+              codes: ['WEBHOOK_ENDPOINT_NOT_FOUND'],
+            },
           }),
         },
       },

@@ -14,7 +14,7 @@ export const listEventsRoute: FastifyPluginAsyncZod<{ deps: RouteDeps }> = async
         operationId: 'listEvents',
         summary: "List the owner's events",
         description:
-          'Events of every quest of the API key\'s owner, in the order their decisions committed, kept EVENT_RETENTION_DAYS (default 30). Resume with `after` = the last id processed; the same events are delivered to webhook endpoints.',
+          "Events of every quest of the API key's owner, in the order their decisions committed, kept EVENT_RETENTION_DAYS (default 30). Resume with `after` = the last id processed; the same events are delivered to webhook endpoints.",
         tags: ['events'],
         security: [{ apiKey: [] }],
         headers: apiKeyHeaders,
@@ -26,7 +26,8 @@ export const listEventsRoute: FastifyPluginAsyncZod<{ deps: RouteDeps }> = async
           }),
           ...errorResponses({
             400: {
-              description: 'VALIDATION_FAILED (bad after, limit or type) or EVENT_CURSOR_NOT_FOUND (no such event of yours, or purged).',
+              description:
+                'VALIDATION_FAILED (bad after, limit or type) or EVENT_CURSOR_NOT_FOUND (no such event of yours, or purged).',
               codes: ['VALIDATION_FAILED', 'EVENT_CURSOR_NOT_FOUND'],
             },
             401: { description: 'INVALID_API_KEY.', codes: ['INVALID_API_KEY'] },

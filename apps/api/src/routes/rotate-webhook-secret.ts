@@ -34,7 +34,10 @@ export const rotateWebhookSecretRoute: FastifyPluginAsyncZod<{ deps: RouteDeps }
             400: { description: 'VALIDATION_FAILED (bad id).', codes: ['VALIDATION_FAILED'] },
             401: { description: 'INVALID_API_KEY.', codes: ['INVALID_API_KEY'] },
             404: { description: 'WEBHOOK_ENDPOINT_NOT_FOUND.', codes: ['WEBHOOK_ENDPOINT_NOT_FOUND'] },
-            503: { description: 'WEBHOOKS_NOT_CONFIGURED or DATABASE_UNAVAILABLE.', codes: ['WEBHOOKS_NOT_CONFIGURED', 'DATABASE_UNAVAILABLE'] },
+            503: {
+              description: 'WEBHOOKS_NOT_CONFIGURED or DATABASE_UNAVAILABLE.',
+              codes: ['WEBHOOKS_NOT_CONFIGURED', 'DATABASE_UNAVAILABLE'],
+            },
           }),
         },
       },

@@ -34,7 +34,7 @@ export function signatureHeader(secrets: readonly string[], msgId: string, at: D
 export async function deliver(deps: DeliverDeps, job: DeliveryJob): Promise<void> {
   const { sql } = deps;
   const work = await getDeliveryWork(sql, job.deliveryId);
-  if (!work || work.status !== 'pending' || work.attempts !== job.attempt - 1) return;
+  if (work?.status !== 'pending' || work.attempts !== job.attempt - 1) return;
   if (work.endpoint.deleted) {
     await dropDelivery(sql, work.id, 'endpoint deleted');
     return;
@@ -77,6 +77,9 @@ export async function deliver(deps: DeliverDeps, job: DeliveryJob): Promise<void
   deliveries.inc({ outcome: outcome === 'failed' ? 'gave_up' : outcome });
   if (ok) deliveryLagSeconds.observe((at.getTime() - work.event.createdAt.getTime()) / 1000);
   if (outcome === 'failed') {
-    deps.logger.warn({ deliveryId: work.id, endpointId: work.endpoint.id, attempts: job.attempt }, 'delivery given up; endpoint failing');
+    deps.logger.warn(
+      { deliveryId: work.id, endpointId: work.endpoint.id, attempts: job.attempt },
+      'delivery given up; endpoint failing',
+    );
   }
 }

@@ -105,7 +105,11 @@ export function sendWebhook(url: string, headers: Record<string, string>, body: 
       request.destroy(new Error(`timed out after ${opts.timeoutMs} ms`));
     }, opts.timeoutMs);
     request.on('error', (err: NodeJS.ErrnoException) => {
-      finish({ status: null, body: '', error: err instanceof BlockedAddress ? `blocked: ${err.message}` : err.message || err.code || 'error' });
+      finish({
+        status: null,
+        body: '',
+        error: err instanceof BlockedAddress ? `blocked: ${err.message}` : err.message || err.code || 'error',
+      });
     });
     request.end(body);
   });
