@@ -17,6 +17,8 @@ export interface SendOptions {
   timeoutMs: number;
   /** Answer bytes read at most; the rest is dropped with the connection. */
   maxBodyBytes: number;
+  /** The resolver under the address check (dns.lookup; tests give one that answers what they need). */
+  resolve?: typeof dnsLookup;
 }
 
 export interface SendResult {
@@ -36,8 +38,8 @@ export class BlockedAddress extends Error {
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
 /** A dns.lookup that refuses, at connect time, any resolved address that is not public. */
-function guardedLookup(hostname: string, options: LookupOptions, callback: LookupCallback): void {
-  dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
+const guardedLookup = (resolve: typeof dnsLookup) => (hostname: string, options: LookupOptions, callback: LookupCallback) => {
+  resolve(hostname, { ...options, all: true }, (err, addresses) => {
     if (err) return callback(err, '');
     for (const a of addresses) {
       const reason = blockedAddressReason(a.address);
@@ -48,7 +50,7 @@ function guardedLookup(hostname: string, options: LookupOptions, callback: Looku
     if (!first) return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), '');
     callback(null, first.address, first.family);
   });
-}
+};
 
 const agents = {
   http: new http.Agent({ keepAlive: true, maxSockets: 64 }),
@@ -82,7 +84,7 @@ export function sendWebhook(url: string, headers: Record<string, string>, body: 
         method: 'POST',
         agent: secure ? agents.https : agents.http,
         headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-        ...(opts.allowPrivate ? {} : { lookup: guardedLookup as never }),
+        lookup: (opts.allowPrivate ? (opts.resolve ?? dnsLookup) : guardedLookup(opts.resolve ?? dnsLookup)) as never,
       },
       (response) => {
         const chunks: Buffer[] = [];
