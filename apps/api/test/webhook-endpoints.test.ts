@@ -18,7 +18,7 @@ afterAll(async () => {
   await t?.close();
 });
 
-const call = (app: TestApp, method: 'GET' | 'POST' | 'DELETE', url: string, key: string, payload?: unknown) =>
+const call = (app: TestApp, method: 'GET' | 'POST' | 'DELETE', url: string, key: string, payload?: object) =>
   app.request({ method, url, headers: { 'x-api-key': key }, ...(payload === undefined ? {} : { payload }) });
 
 describe('webhook endpoints', () => {
