@@ -159,3 +159,16 @@ export function parseFeatureAssignments<F extends string>(
   }
   return result;
 }
+
+export function parseEndpointId(value: string): string {
+  const id = value.trim();
+  if (!/^whe_[0-9a-z]{1,64}$/.test(id)) throw new InvalidArgumentError('Expected a webhook endpoint id like whe_01jf8q….');
+  return id;
+}
+
+export function parseDeliveryStatus(value: string): 'pending' | 'delivered' | 'failed' {
+  const s = value.trim();
+  if (s !== 'pending' && s !== 'delivered' && s !== 'failed')
+    throw new InvalidArgumentError('Expected pending, delivered or failed.');
+  return s;
+}

@@ -5,6 +5,8 @@ import { MAX_LIST_LIMIT } from '@quest/db/lists';
 import {
   parseActionStatus,
   parseAfterInt,
+  parseDeliveryStatus,
+  parseEndpointId,
   parseKeyRef,
   parseLimit,
   parseFeatureAssignments,
@@ -25,6 +27,7 @@ import { accountList, campaignList, DEFAULT_LIST_LIMIT, keyList, ownerList, ques
 import { keyCreate, keyRevoke, ownerCreate } from './commands/owners.ts';
 import { campaignCreate, questAction, questCreate } from './commands/quests.ts';
 import { statusCommand } from './commands/status.ts';
+import { webhookDeliveries, webhookList, webhookReplay } from './commands/webhooks.ts';
 import type { CommandOutput, Context } from './context.ts';
 
 /**
@@ -225,6 +228,26 @@ export function buildProgram(ctx: Context, emit: (output: CommandOutput) => void
     });
 
   registerCreditCommand(program, ctx, run);
+
+  const webhooks = program.command('webhooks').description("Owners' webhook endpoints: list, delivery logs, replays");
+  webhooks
+    .command('list')
+    .description('List webhook endpoints (not deleted): owner, URL, events, status (failing: deliveries were given up)')
+    .option('--owner <ownerId>', "only this owner's endpoints", parseOwnerId)
+    .action((opts) => run(() => webhookList(ctx, opts)));
+  webhooks
+    .command('deliveries')
+    .description("An endpoint's delivery log, newest first: status, attempts, next attempt, last HTTP status, latency, error")
+    .requiredOption('--endpoint <id>', 'webhook endpoint id (whe_…)', parseEndpointId)
+    .option('--status <status>', 'only pending, delivered or failed deliveries', parseDeliveryStatus)
+    .option('--limit <n>', `deliveries to show, 1-${MAX_LIST_LIMIT}`, parseLimit, DEFAULT_LIST_LIMIT)
+    .action((opts) => run(() => webhookDeliveries(ctx, opts)));
+  webhooks
+    .command('replay')
+    .description('Deliver again to an endpoint every event it subscribes to created since a time (kept EVENT_RETENTION_DAYS)')
+    .requiredOption('--endpoint <id>', 'webhook endpoint id (whe_…)', parseEndpointId)
+    .requiredOption('--since <time>', 'ISO 8601 date or date-time, e.g. 2026-03-01T00:00:00Z', parseInstant)
+    .action((opts) => run(() => webhookReplay(ctx, opts)));
 
   program
     .command('status')
