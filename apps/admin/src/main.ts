@@ -1,5 +1,6 @@
 import { CommanderError } from 'commander';
 import { ConfigError, loadEnvironment } from '@quest/config';
+import { describeUrl } from '@quest/config/urls';
 import { isAdminError } from '@quest/db/admin-errors';
 import { CliError, type CommandOutput, Context, EXIT, type Io } from './context.ts';
 import { loadAdminConfig } from './env.ts';
@@ -23,12 +24,7 @@ const MAX_MESSAGE = 300;
 
 /** Where the database is, for messages: never the password. */
 function describeDatabase(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.hostname}:${u.port || '5432'}${u.pathname}`;
-  } catch {
-    return 'the configured database';
-  }
+  return describeUrl(url, 'the configured database');
 }
 
 /** One readable line and a stable code for any failure; stack traces are for bugs in development. */

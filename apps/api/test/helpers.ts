@@ -3,7 +3,7 @@ import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fas
 import { createSql, type Sql, setFeatureFlags, type FeatureFlags } from '@quest/db';
 import type { AllocationItem, JobReply } from '@quest/domain';
 import type { Allocator, Delivery } from '@quest/queue';
-import { createTestDatabase, OpenApiContract, type TestDatabase } from '@quest/testing';
+import { createTestDatabase, OpenApiContract, type TestDatabase, UNTHROTTLED_RATE_LIMITS } from '@quest/testing';
 import { buildApp } from '../src/app.ts';
 import { type ApiConfig, loadApiConfig } from '../src/env.ts';
 import { FeatureFlagCache } from '../src/flags.ts';
@@ -83,6 +83,8 @@ export interface TestAppOptions {
   redis?: Redis;
   /** Feature-flag reload period; default 100 ms so switches show at once (production: FLAGS_REFRESH_MS). */
   flagsRefreshMs?: number;
+  /** Keep the API's own rate-limit defaults (otherwise UNTHROTTLED_RATE_LIMITS, before `env`). */
+  defaultRateLimits?: boolean;
   /** Hook to add test-only routes before the app is ready. */
   extend?: (app: FastifyInstance) => void;
 }
@@ -107,6 +109,7 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
     LOG_LEVEL: opts.logs ? 'info' : 'silent',
     // No metrics sampler in-process (it would read the default queue prefix); system tests run it.
     METRICS_SAMPLE_MS: '0',
+    ...(opts.defaultRateLimits ? {} : UNTHROTTLED_RATE_LIMITS),
     ...opts.env,
   });
   const logger = createLogger(config.LOG_LEVEL, opts.logs);

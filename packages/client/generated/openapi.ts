@@ -10,7 +10,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Liveness: the process is up */
+        /**
+         * Liveness: the process is up
+         * @description Answers 200 while the process serves HTTP, without asking PostgreSQL or Redis, so an orchestrator restarts only a process that is itself stuck; whether it can do work is `GET /readyz`. Needs no key and is never rate limited.
+         */
         get: operations["getHealth"];
         put?: never;
         post?: never;
@@ -151,7 +154,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a batch: status, progress and a page of its results */
+        /**
+         * Get a batch: status, progress and a page of its results
+         * @description The batch's status URL: the `Location` of a 202 from `POST /quests/{questId}/batches`. Poll it until `status` is `completed` (every item decided) or `failed` (stopped: send the batch again with the same `Idempotency-Key` to resume); `processed`, `succeeded` and `failed` count the items so far. `results` is one page of item outcomes in the order of the request (`limit` 1–100, `offset`). Only the quest owner reads it.
+         */
         get: operations["getBatch"];
         put?: never;
         post?: never;
@@ -188,7 +194,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List webhook endpoints */
+        /**
+         * List webhook endpoints
+         * @description The owner's endpoints, oldest first, without their secrets; `status` is failing once a delivery to one was given up after the retry window.
+         */
         get: operations["listWebhookEndpoints"];
         put?: never;
         /**
@@ -212,7 +221,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Delete a webhook endpoint */
+        /**
+         * Delete a webhook endpoint
+         * @description Stops deliveries to the endpoint at once; its pending deliveries are dropped (failed), its delivery log is kept.
+         */
         delete: operations["deleteWebhookEndpoint"];
         options?: never;
         head?: never;
@@ -266,7 +278,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A webhook endpoint's delivery log */
+        /**
+         * A webhook endpoint's delivery log
+         * @description One entry per event per endpoint, newest first: status, attempts, next attempt, and the last attempt's HTTP status, latency, first KiB of the answer and error.
+         */
         get: operations["listWebhookDeliveries"];
         put?: never;
         post?: never;

@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import postgres from 'postgres';
 import shift from 'postgres-shift';
+import { databaseName, describeUrl, withDatabase } from '@quest/config/urls';
 import { classifyDbError, createSql } from './client.ts';
 
 /**
@@ -18,8 +19,7 @@ const MIGRATION_LOCK_ID = 7_351_042_001;
  * database of the same server; losing a race with a concurrent creator is fine.
  */
 export async function ensureDatabase(url: string): Promise<boolean> {
-  const target = new URL(url);
-  const name = decodeURIComponent(target.pathname.replace(/^\//, ''));
+  const name = databaseName(url);
   if (!name) throw new Error('DATABASE_URL names no database');
   const probe = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 5 });
   try {
@@ -30,9 +30,7 @@ export async function ensureDatabase(url: string): Promise<boolean> {
   } finally {
     await probe.end({ timeout: 1 });
   }
-  const admin = new URL(url);
-  admin.pathname = '/postgres';
-  const maintenance = postgres(admin.toString(), { max: 1, onnotice: () => {}, connect_timeout: 5 });
+  const maintenance = postgres(withDatabase(url, 'postgres'), { max: 1, onnotice: () => {}, connect_timeout: 5 });
   try {
     await maintenance.unsafe(`create database "${name.replaceAll('"', '""')}"`);
     return true;
@@ -101,8 +99,7 @@ export async function waitForDatabase(
   url: string,
   opts: { logger?: { warn(obj: object, msg?: string): void }; maxPauseMs?: number; signal?: AbortSignal } = {},
 ): Promise<void> {
-  const where = new URL(url);
-  const name = `${where.hostname}:${where.port || 5432}${where.pathname}`;
+  const name = describeUrl(url, 'the configured database');
   for (let attempt = 1; ; attempt++) {
     const probe = createSql(url, { max: 1, applicationName: 'quest-rewards-probe', connectTimeout: 5 });
     try {

@@ -1,3 +1,4 @@
+import { UNTHROTTLED_RATE_LIMITS } from './limits.ts';
 import { Queue } from 'bullmq';
 import { partitionQueueName } from '@quest/queue';
 import { expect, vi } from 'vitest';
@@ -46,6 +47,7 @@ export async function startSystem(opts: SystemOptions): Promise<System> {
     LOG_LEVEL: 'info',
     // Small pools: test files may run side by side under PostgreSQL's default 100 connections.
     DATABASE_POOL_MAX: '4',
+    ...UNTHROTTLED_RATE_LIMITS,
     ...opts.env,
   };
   const system: System = {

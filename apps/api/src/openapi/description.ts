@@ -1,3 +1,9 @@
+/**
+ * The base URL the examples below are written with; GET /openapi.json (and so the /docs page)
+ * answers with the address the request reached instead (registerOpenApi).
+ */
+export const EXAMPLE_BASE = 'http://127.0.0.1:3000';
+
 /** info.description: what a newcomer needs first (rendered as Markdown by /docs). */
 export const API_DESCRIPTION = `Read quests and campaigns, and credit quest points to pass-address accounts — one at a time, or in batches — never lost, never doubled, never over a quest's budget.
 
@@ -17,7 +23,7 @@ Quests belong to an owner (\`quest-admin quest create --owner own_… …\`); a 
 ## Examples
 
 \`\`\`sh
-BASE=http://127.0.0.1:3000 KEY=sk_…
+BASE=${EXAMPLE_BASE} KEY=sk_…
 curl -sS "$BASE/quests?limit=20"                                  # public quests
 curl -sS "$BASE/campaigns/1"                                      # a campaign with its public quests
 curl -sS "$BASE/quests/1?limit=20&offset=0" -H "x-api-key: $KEY"  # a quest and its payouts (owner)

@@ -13,6 +13,8 @@ export const deleteWebhookEndpointRoute: FastifyPluginAsyncZod<{ deps: RouteDeps
       schema: {
         operationId: 'deleteWebhookEndpoint',
         summary: 'Delete a webhook endpoint',
+        description:
+          'Stops deliveries to the endpoint at once; its pending deliveries are dropped (failed), its delivery log is kept.',
         tags: ['webhooks'],
         security: [{ apiKey: [] }],
         params: webhookEndpointParams,

@@ -12,6 +12,8 @@ export const listWebhookDeliveriesRoute: FastifyPluginAsyncZod<{ deps: RouteDeps
       schema: {
         operationId: 'listWebhookDeliveries',
         summary: "A webhook endpoint's delivery log",
+        description:
+          "One entry per event per endpoint, newest first: status, attempts, next attempt, and the last attempt's HTTP status, latency, first KiB of the answer and error.",
         tags: ['webhooks'],
         security: [{ apiKey: [] }],
         params: webhookEndpointParams,

@@ -13,6 +13,8 @@ export const listWebhookEndpointsRoute: FastifyPluginAsyncZod<{ deps: RouteDeps 
       schema: {
         operationId: 'listWebhookEndpoints',
         summary: 'List webhook endpoints',
+        description:
+          "The owner's endpoints, oldest first, without their secrets; `status` is failing once a delivery to one was given up after the retry window.",
         tags: ['webhooks'],
         security: [{ apiKey: [] }],
         headers: apiKeyHeaders,
