@@ -59,17 +59,23 @@ export interface PublishResult {
  * position, and create a pending delivery for each subscribed endpoint — one transaction. One
  * publisher at a time (a transaction-scoped advisory lock; any process may call this), so positions
  * follow commit order: an event committed after a reader saw position p gets a position above p.
+ *
+ * Planned afresh each time (`plan_cache_mode`): postgres.js prepares statements, and a generic plan
+ * cached while `events` was empty — a worker started on a fresh database — scans the whole table
+ * once per event it numbers (a nested loop over a re-run page), so one step over a 10,000-event
+ * backlog took minutes and the feed and every webhook stalled behind it.
  */
 export async function publishEvents(sql: Sql, limit: number): Promise<PublishResult> {
   return sql.begin(async (tx) => {
     const [lock] = await tx<{ ok: boolean }[]>`select pg_try_advisory_xact_lock(${PUBLISHER_LOCK_ID}) as ok`;
     if (!lock?.ok) return { ran: false, published: 0, deliveries: 0 };
+    await tx`set local plan_cache_mode = force_custom_plan`;
     const [row] = await tx<{ published: number; deliveries: number }[]>`
       with page as (
         select id from events where position is null order by id limit ${limit}
       ), base as (
         select coalesce(max(position), 0) as b from events
-      ), numbered as (
+      ), numbered as materialized (
         select page.id, base.b + row_number() over (order by page.id) as pos from page, base
       ), moved as (
         update events e set position = n.pos, published_at = now() from numbered n where e.id = n.id

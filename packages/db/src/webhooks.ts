@@ -103,15 +103,20 @@ export interface QueuedDelivery {
  * the caller to add to the queue. Safe to run in several processes at once (SKIP LOCKED).
  */
 export function claimDueDeliveries(sql: Sql, limit: number): Promise<QueuedDelivery[]> {
-  return sql<QueuedDelivery[]>`
-    with due as (
-      select id from webhook_deliveries
-      where status = 'pending' and enqueued_at is null and next_attempt_at <= now()
-      order by next_attempt_at, id limit ${limit}
-      for update skip locked
-    )
-    update webhook_deliveries d set enqueued_at = now() from due where d.id = due.id
-    returning d.id, d.attempts + 1 as attempt`;
+  // Planned afresh each time, like publishEvents: a generic plan cached while the table was empty
+  // would scan all of it once per claimed row.
+  return sql.begin(async (tx) => {
+    await tx`set local plan_cache_mode = force_custom_plan`;
+    return tx<QueuedDelivery[]>`
+      with due as materialized (
+        select id from webhook_deliveries
+        where status = 'pending' and enqueued_at is null and next_attempt_at <= now()
+        order by next_attempt_at, id limit ${limit}
+        for update skip locked
+      )
+      update webhook_deliveries d set enqueued_at = now() from due where d.id = due.id
+      returning d.id, d.attempts + 1 as attempt`;
+  }) as Promise<QueuedDelivery[]>;
 }
 
 export interface DeliveryWork {
