@@ -9,6 +9,7 @@ import { latencyScenario } from './scenarios/latency.ts';
 import { memoryOutput } from './scenarios/memory.ts';
 import { scaleScenario } from './scenarios/scale.ts';
 import { throughputScenario } from './scenarios/throughput.ts';
+import { webhooksScenario } from './scenarios/webhooks.ts';
 
 /**
  * Which scenarios run, in which order, on what: the service's scenarios on the running service
@@ -73,6 +74,7 @@ export async function runScenarios(
     }
     if (selected.has('hot')) await run('hot', () => hotScenario(ctx));
     if (selected.has('batch')) await run('batch', () => batchScenario(ctx));
+    if (selected.has('webhooks')) await run('webhooks', () => webhooksScenario(ctx));
     if (selected.has('scale')) await run('scale', () => scaleScenario(ctx));
   }
   if (selected.has('api-scale')) {
