@@ -172,3 +172,8 @@ export function parseDeliveryStatus(value: string): 'pending' | 'delivered' | 'f
     throw new InvalidArgumentError('Expected pending, delivered or failed.');
   return s;
 }
+
+/** A quest.budget_low threshold in points, or `default` (10 % of the quest's total points). Not null: commander turns it into ''. */
+export function parseThreshold(value: string): number | 'default' {
+  return value.trim() === 'default' ? 'default' : parseNonNegativeInt(value);
+}

@@ -17,6 +17,7 @@ import {
   parseOwnerId,
   parsePassAddress,
   parseRowId,
+  parseThreshold,
 } from './args.ts';
 import { accountCreate, accountImport } from './commands/accounts.ts';
 import { auditCommand } from './commands/audit.ts';
@@ -25,7 +26,7 @@ import { demo } from './commands/demo.ts';
 import { featuresSet, featuresShow } from './commands/features.ts';
 import { accountList, campaignList, DEFAULT_LIST_LIMIT, keyList, ownerList, questList } from './commands/lists.ts';
 import { keyCreate, keyRevoke, ownerCreate } from './commands/owners.ts';
-import { campaignCreate, questAction, questCreate } from './commands/quests.ts';
+import { campaignCreate, questAction, questCreate, questUpdate } from './commands/quests.ts';
 import { statusCommand } from './commands/status.ts';
 import { webhookDeliveries, webhookList, webhookReplay } from './commands/webhooks.ts';
 import type { CommandOutput, Context } from './context.ts';
@@ -171,6 +172,11 @@ export function buildProgram(ctx: Context, emit: (output: CommandOutput) => void
     .requiredOption('--total-points <n>', 'points budget', parseNonNegativeInt)
     .requiredOption('--expected-points <n>', 'expected points per completion', parseNonNegativeInt)
     .option('--private', 'leave the quest out of the public list')
+    .option(
+      '--budget-low-threshold <points>',
+      'send quest.budget_low when points remaining fall to this or below (default: 10 % of the total)',
+      parseNonNegativeInt,
+    )
     .action((opts, cmd: Command) => {
       checkWindow(cmd, opts);
       return run(() => questCreate(ctx, opts));
@@ -181,6 +187,16 @@ export function buildProgram(ctx: Context, emit: (output: CommandOutput) => void
     .requiredOption('--id <questId>', 'quest id', parseRowId)
     .requiredOption('--status <status>', 'active or deactivated', parseActionStatus)
     .action((opts) => run(() => questAction(ctx, opts)));
+  quest
+    .command('update')
+    .description("Change a quest's settings")
+    .requiredOption('--id <questId>', 'quest id', parseRowId)
+    .requiredOption(
+      '--budget-low-threshold <points>',
+      'send quest.budget_low when points remaining fall to this or below; "default": 10 % of the total',
+      parseThreshold,
+    )
+    .action((opts) => run(() => questUpdate(ctx, opts)));
 
   quest
     .command('list')
