@@ -36,6 +36,14 @@ export interface WebhookReceiver {
   requireAllSecrets: boolean;
   /** While set, answer every delivery with this status without verifying it (a receiver that is failing). */
   failWith: number | undefined;
+  /** Answer each delivery this long after it arrived (a slow receiver: deliveries stay in hand). */
+  delayMs: number;
+  /** Deliveries received and not answered yet. */
+  inFlight: number;
+  /** Stop listening and drop open connections: deliveries are refused until up(). */
+  down(): Promise<void>;
+  /** Listen again, on the same port. */
+  up(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -50,13 +58,22 @@ export async function startWebhookReceiver(opts: { port?: number } = {}): Promis
     secrets: [],
     requireAllSecrets: false,
     failWith: undefined,
+    delayMs: 0,
+    inFlight: 0,
+    down: async () => {},
+    up: async () => {},
     close: async () => {},
   };
   const server: Server = createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on('data', (c: Buffer) => chunks.push(c));
-    request.on('end', () => {
+    request.on('end', async () => {
       receiver.deliveries++;
+      if (receiver.delayMs > 0) {
+        receiver.inFlight++;
+        await new Promise((r) => setTimeout(r, receiver.delayMs));
+        receiver.inFlight--;
+      }
       if (receiver.failWith !== undefined) {
         response.writeHead(receiver.failWith).end('receiver failing on purpose');
         return;
@@ -86,13 +103,17 @@ export async function startWebhookReceiver(opts: { port?: number } = {}): Promis
     });
   });
   server.keepAliveTimeout = 30_000;
-  await new Promise<void>((resolve) => server.listen(opts.port ?? 0, '127.0.0.1', resolve));
+  const listen = (port: number) => new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  const stop = () =>
+    new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
+  await listen(opts.port ?? 0);
   receiver.port = (server.address() as AddressInfo).port;
   receiver.url = `http://127.0.0.1:${receiver.port}/hooks`;
-  receiver.close = () =>
-    new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    });
+  receiver.down = stop;
+  receiver.up = () => listen(receiver.port);
+  receiver.close = () => (server.listening ? stop() : Promise.resolve());
   return receiver;
 }
