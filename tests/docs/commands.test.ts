@@ -21,7 +21,9 @@ const ADMIN_TOKEN = `docs-test-${randomBytes(12).toString('hex')}`;
 // The docs promise a 200 for a credit decided within ALLOCATION_WAIT_MS (5 s); a shared CI machine
 // can be slower than that, and then the service rightly answers 202. A longer wait keeps the
 // promise about the commands, not about this machine's speed.
-const test = systemTest({ workers: 1, partitions: 2, env: { ADMIN_TOKEN, ALLOCATION_WAIT_MS: '30000' } });
+// Webhooks need a key to encrypt their secrets with; the docs' receivers listen on 127.0.0.1.
+const WEBHOOK_ENV = { WEBHOOK_SECRET_KEY: randomBytes(32).toString('hex'), WEBHOOK_ALLOW_PRIVATE_URLS: 'true' };
+const test = systemTest({ workers: 1, partitions: 2, env: { ADMIN_TOKEN, ALLOCATION_WAIT_MS: '30000', ...WEBHOOK_ENV } });
 
 const RUNNABLE = PAGES.flatMap(codeBlocks).filter((b) => b.lang === 'sh');
 const SETS_ITS_OWN_VARIABLES = /quest-admin demo --env/;

@@ -159,3 +159,21 @@ export function parseFeatureAssignments<F extends string>(
   }
   return result;
 }
+
+export function parseEndpointId(value: string): string {
+  const id = value.trim();
+  if (!/^whe_[0-9a-z]{1,64}$/.test(id)) throw new InvalidArgumentError('Expected a webhook endpoint id like whe_01jf8q….');
+  return id;
+}
+
+export function parseDeliveryStatus(value: string): 'pending' | 'delivered' | 'failed' {
+  const s = value.trim();
+  if (s !== 'pending' && s !== 'delivered' && s !== 'failed')
+    throw new InvalidArgumentError('Expected pending, delivered or failed.');
+  return s;
+}
+
+/** A quest.budget_low threshold in points, or `default` (10 % of the quest's total points). Not null: commander turns it into ''. */
+export function parseThreshold(value: string): number | 'default' {
+  return value.trim() === 'default' ? 'default' : parseNonNegativeInt(value);
+}

@@ -5,6 +5,8 @@ import { MAX_LIST_LIMIT } from '@quest/db/lists';
 import {
   parseActionStatus,
   parseAfterInt,
+  parseDeliveryStatus,
+  parseEndpointId,
   parseKeyRef,
   parseLimit,
   parseFeatureAssignments,
@@ -15,6 +17,7 @@ import {
   parseOwnerId,
   parsePassAddress,
   parseRowId,
+  parseThreshold,
 } from './args.ts';
 import { accountCreate, accountImport } from './commands/accounts.ts';
 import { auditCommand } from './commands/audit.ts';
@@ -24,8 +27,9 @@ import { demo } from './commands/demo.ts';
 import { featuresSet, featuresShow } from './commands/features.ts';
 import { accountList, campaignList, DEFAULT_LIST_LIMIT, keyList, ownerList, questList } from './commands/lists.ts';
 import { keyCreate, keyRevoke, ownerCreate } from './commands/owners.ts';
-import { campaignCreate, questAction, questCreate } from './commands/quests.ts';
+import { campaignCreate, questAction, questCreate, questUpdate } from './commands/quests.ts';
 import { statusCommand } from './commands/status.ts';
+import { webhookDeliveries, webhookList, webhookReplay } from './commands/webhooks.ts';
 import type { CommandOutput, Context } from './context.ts';
 
 /**
@@ -169,6 +173,11 @@ export function buildProgram(ctx: Context, emit: (output: CommandOutput) => void
     .requiredOption('--total-points <n>', 'points budget', parseNonNegativeInt)
     .requiredOption('--expected-points <n>', 'expected points per completion', parseNonNegativeInt)
     .option('--private', 'leave the quest out of the public list')
+    .option(
+      '--budget-low-threshold <points>',
+      'send quest.budget_low when points remaining fall to this or below (default: 10 % of the total)',
+      parseNonNegativeInt,
+    )
     .action((opts, cmd: Command) => {
       checkWindow(cmd, opts);
       return run(() => questCreate(ctx, opts));
@@ -179,6 +188,16 @@ export function buildProgram(ctx: Context, emit: (output: CommandOutput) => void
     .requiredOption('--id <questId>', 'quest id', parseRowId)
     .requiredOption('--status <status>', 'active or deactivated', parseActionStatus)
     .action((opts) => run(() => questAction(ctx, opts)));
+  quest
+    .command('update')
+    .description("Change a quest's settings")
+    .requiredOption('--id <questId>', 'quest id', parseRowId)
+    .requiredOption(
+      '--budget-low-threshold <points>',
+      'send quest.budget_low when points remaining fall to this or below; "default": 10 % of the total',
+      parseThreshold,
+    )
+    .action((opts) => run(() => questUpdate(ctx, opts)));
 
   quest
     .command('list')
@@ -227,6 +246,26 @@ export function buildProgram(ctx: Context, emit: (output: CommandOutput) => void
 
   registerCreditCommand(program, ctx, run);
   registerPayoutsCommand(program, ctx, run);
+
+  const webhooks = program.command('webhooks').description("Owners' webhook endpoints: list, delivery logs, replays");
+  webhooks
+    .command('list')
+    .description('List webhook endpoints (not deleted): owner, URL, events, status (failing: deliveries were given up)')
+    .option('--owner <ownerId>', "only this owner's endpoints", parseOwnerId)
+    .action((opts) => run(() => webhookList(ctx, opts)));
+  webhooks
+    .command('deliveries')
+    .description("An endpoint's delivery log, newest first: status, attempts, next attempt, last HTTP status, latency, error")
+    .requiredOption('--endpoint <id>', 'webhook endpoint id (whe_…)', parseEndpointId)
+    .option('--status <status>', 'only pending, delivered or failed deliveries', parseDeliveryStatus)
+    .option('--limit <n>', `deliveries to show, 1-${MAX_LIST_LIMIT}`, parseLimit, DEFAULT_LIST_LIMIT)
+    .action((opts) => run(() => webhookDeliveries(ctx, opts)));
+  webhooks
+    .command('replay')
+    .description('Deliver again to an endpoint every event it subscribes to created since a time (kept EVENT_RETENTION_DAYS)')
+    .requiredOption('--endpoint <id>', 'webhook endpoint id (whe_…)', parseEndpointId)
+    .requiredOption('--since <time>', 'ISO 8601 date or date-time, e.g. 2026-03-01T00:00:00Z', parseInstant)
+    .action((opts) => run(() => webhookReplay(ctx, opts)));
 
   program
     .command('status')

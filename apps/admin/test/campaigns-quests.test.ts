@@ -245,3 +245,51 @@ describe('quest-admin quest action', () => {
     );
   });
 });
+
+describe('quest-admin quest update --budget-low-threshold', () => {
+  it('sets the threshold at creation, changes it, and puts back the default', async () => {
+    const created = await cli(
+      'quest',
+      'create',
+      '--owner',
+      ownerId,
+      '--name',
+      'Alerting',
+      '--description',
+      'd',
+      ...WINDOW,
+      '--total-points',
+      '1000',
+      '--expected-points',
+      '1',
+      '--budget-low-threshold',
+      '250',
+      '--json',
+    );
+    expect(created.code, created.stderr).toBe(0);
+    const { quest } = jsonOf(created);
+    expect(quest.budgetLowThreshold).toBe(250);
+    const threshold = async () =>
+      (await db.sql<{ t: string | null }[]>`select budget_low_threshold::text as t from quests where id = ${quest.id}`)[0]!.t;
+    expect(await threshold()).toBe('250');
+
+    const set = await cli('quest', 'update', '--id', String(quest.id), '--budget-low-threshold', '40', '--json');
+    expect(set.code, set.stderr).toBe(0);
+    expect(jsonOf(set)).toEqual({ quest: { id: quest.id, totalPoints: 1000, budgetLowThreshold: 40 } });
+    expect(await threshold()).toBe('40');
+
+    const reset = await cli('quest', 'update', '--id', String(quest.id), '--budget-low-threshold', 'default');
+    expect(reset.code, reset.stderr).toBe(0);
+    expect(reset.stdout).toBe(`Quest ${quest.id} budget low threshold: default (10 % of 1000)\n`);
+    expect(await threshold()).toBe(null);
+
+    expectFailure(
+      await cli('quest', 'update', '--id', '999999', '--budget-low-threshold', '1', '--json'),
+      'quest 999999 not found',
+    );
+    expectUsageError(
+      await cli('quest', 'update', '--id', String(quest.id), '--budget-low-threshold', 'some'),
+      'Expected a non-negative integer.',
+    );
+  });
+});

@@ -21,12 +21,21 @@ import { getQuestsRoute } from './routes/get-quests.ts';
 import { getReversalRoute } from './routes/get-reversal.ts';
 import { listPayoutsRoute } from './routes/list-payouts.ts';
 import { healthRoutes } from './routes/health.ts';
+import { createWebhookEndpointRoute } from './routes/create-webhook-endpoint.ts';
+import { deleteWebhookEndpointRoute } from './routes/delete-webhook-endpoint.ts';
+import { listEventsRoute } from './routes/list-events.ts';
+import { listWebhookDeliveriesRoute } from './routes/list-webhook-deliveries.ts';
+import { listWebhookEndpointsRoute } from './routes/list-webhook-endpoints.ts';
+import { replayWebhookEndpointRoute } from './routes/replay-webhook-endpoint.ts';
+import { rotateWebhookSecretRoute } from './routes/rotate-webhook-secret.ts';
 import { AllocationService } from './services/allocations.ts';
 import { BatchService } from './services/batches.ts';
 import { ReversalService } from './services/reversals.ts';
+import { WebhookService } from './services/webhooks.ts';
 import type { ApiConfig, ApiDeps, RouteDeps } from './types.ts';
 import { QuestAuthorizer } from './auth.ts';
 import { DomainError, ID_PARAM_MAX_LENGTH } from '@quest/domain';
+import { parseSecretKey } from '@quest/config';
 
 export type { ApiConfig, ApiDeps, RouteDeps } from './types.ts';
 
@@ -125,6 +134,11 @@ export async function buildApp(config: ApiConfig, given: ApiDeps): Promise<Fasti
     allocations: new AllocationService({ sql, allocator, idempotency }),
     batches: new BatchService({ sql, allocator, idempotency, waitMs: config.BATCH_WAIT_MS }),
     reversals: new ReversalService({ sql, allocator, idempotency }),
+    webhooks: new WebhookService({
+      sql,
+      secretKey: config.WEBHOOK_SECRET_KEY ? parseSecretKey(config.WEBHOOK_SECRET_KEY) : null,
+      allowPrivateUrls: config.WEBHOOK_ALLOW_PRIVATE_URLS,
+    }),
   };
   await app.register(healthRoutes, { deps });
   await app.register(getQuestsRoute, { deps });
@@ -138,6 +152,13 @@ export async function buildApp(config: ApiConfig, given: ApiDeps): Promise<Fasti
   await app.register(getPayoutRoute, { deps });
   await app.register(createReversalRoute, { deps });
   await app.register(getReversalRoute, { deps });
+  await app.register(listEventsRoute, { deps });
+  await app.register(createWebhookEndpointRoute, { deps });
+  await app.register(listWebhookEndpointsRoute, { deps });
+  await app.register(deleteWebhookEndpointRoute, { deps });
+  await app.register(rotateWebhookSecretRoute, { deps });
+  await app.register(replayWebhookEndpointRoute, { deps });
+  await app.register(listWebhookDeliveriesRoute, { deps });
 
   return app as unknown as FastifyInstance;
 }

@@ -70,6 +70,21 @@ export class QuestAuthorizer {
     await this.#unlisten?.().catch(() => {});
   }
 
+  /** The owner of an API key, for routes about the owner's own resources (events, webhook endpoints). */
+  async authenticate(apiKey: string | undefined): Promise<{ ownerId: string }> {
+    if (!isWellFormedApiKey(apiKey)) throw new DomainError('INVALID_API_KEY');
+    const hash = hashApiKey(apiKey);
+    const cacheKey = hash.toString('base64');
+    const now = this.now();
+    const key = this.#keys.get(cacheKey);
+    if (key && key.expires > now) return { ownerId: key.ownerId };
+    // Quest 0 never exists: the lookup answers for the key alone.
+    const row = await findApiKeyWithQuest(this.sql, hash, 0);
+    if (!row || row.revokedAt !== null) throw new DomainError('INVALID_API_KEY');
+    if (this.ttlMs > 0) this.#keys.set(cacheKey, { ownerId: row.ownerId, expires: now + this.ttlMs });
+    return { ownerId: row.ownerId };
+  }
+
   async authorize(apiKey: string | undefined, questId: number): Promise<QuestOwnerAuthorization> {
     if (!isWellFormedApiKey(apiKey)) throw new DomainError('INVALID_API_KEY');
     const hash = hashApiKey(apiKey);

@@ -36,6 +36,7 @@ describe('loadApiConfig', () => {
       HTTP_KEEP_ALIVE_TIMEOUT_MS: 5_000,
       HTTP_MAX_CONNECTIONS: 10_000,
       TRUST_PROXY: false,
+      WEBHOOK_ALLOW_PRIVATE_URLS: false,
       DB_STATEMENT_TIMEOUT_MS: 10_000,
     });
   });

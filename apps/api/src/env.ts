@@ -8,6 +8,7 @@ import {
   parseEnv,
   queueEnv,
   serviceEnv,
+  webhookEnv,
   z,
 } from '@quest/config';
 
@@ -23,6 +24,7 @@ export const apiEnvSchema = z.object({
   ...queueEnv,
   ...serviceEnv,
   ...listenEnv,
+  ...webhookEnv,
   BODY_LIMIT_BYTES: intVar(MiB, 1024, 64 * MiB).meta({
     description: 'Body limit of every route but the batch route (400 `PAYLOAD_TOO_LARGE` beyond).',
   }),

@@ -8,7 +8,7 @@ import { FastifyAdapter } from '@bull-board/fastify';
 import { Queue } from 'bullmq';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError } from '@quest/domain';
-import { partitionQueueName, redisConnection } from '@quest/queue';
+import { partitionQueueName, redisConnection, WEBHOOK_QUEUE } from '@quest/queue';
 import { mapError, sendError } from './errors.ts';
 
 export const QUEUE_CONSOLE_PATH = '/admin/queues';
@@ -104,8 +104,9 @@ export const queueConsole: FastifyPluginAsync<QueueConsoleOptions> = async (app,
   // Fail a page load fast when Redis is away instead of waiting for it forever.
   const connection = redisConnection(opts.redisUrl, { maxRetriesPerRequest: 1 });
   connection.on('error', () => {});
-  const queues = Array.from({ length: opts.partitions }, (_, p) => {
-    const q = new Queue(partitionQueueName(p), { connection, prefix: opts.queuePrefix });
+  // The partitions, then the webhook delivery queue.
+  const queues = [...Array.from({ length: opts.partitions }, (_, p) => partitionQueueName(p)), WEBHOOK_QUEUE].map((name) => {
+    const q = new Queue(name, { connection, prefix: opts.queuePrefix });
     q.on('error', () => {});
     return q;
   });

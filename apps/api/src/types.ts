@@ -10,6 +10,7 @@ import type { AllocationService } from './services/allocations.ts';
 import type { BatchService } from './services/batches.ts';
 import type { IdempotencyGuard } from './services/idempotency.ts';
 import type { ReversalService } from './services/reversals.ts';
+import type { WebhookService } from './services/webhooks.ts';
 
 export type { ApiConfig } from './env.ts';
 
@@ -39,4 +40,5 @@ export type RouteDeps = ApiDeps & {
   allocations: AllocationService;
   batches: BatchService;
   reversals: ReversalService;
+  webhooks: WebhookService;
 };

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { partitionQueueName } from '@quest/queue';
+import { partitionQueueName, WEBHOOK_QUEUE } from '@quest/queue';
 import { createTestRedis, type TestRedis } from '@quest/testing';
 import { startTestApp, type TestApp } from './helpers.ts';
 
@@ -34,7 +34,7 @@ describe('the queue console at /admin/queues', () => {
     }
   });
 
-  it('lists the 16 partition queues, read-only, with the token (Bearer or Basic)', async () => {
+  it('lists the 16 partition queues and the webhook delivery queue, read-only, with the token (Bearer or Basic)', async () => {
     const page = await withConsole.app.inject({ url: '/admin/queues', headers: { authorization: basic(TOKEN) } });
     expect(page.statusCode).toBe(200);
     expect(page.headers['content-type']).toMatch(/text\/html/);
@@ -44,7 +44,9 @@ describe('the queue console at /admin/queues', () => {
     });
     expect(api.statusCode).toBe(200);
     const queues = api.json().queues as { name: string; readOnlyMode: boolean }[];
-    expect(queues.map((q) => q.name).sort()).toEqual(Array.from({ length: 16 }, (_, p) => partitionQueueName(p)).sort());
+    expect(queues.map((q) => q.name).sort()).toEqual(
+      [...Array.from({ length: 16 }, (_, p) => partitionQueueName(p)), WEBHOOK_QUEUE].sort(),
+    );
     expect(queues.every((q) => q.readOnlyMode)).toBe(true);
     const action = await withConsole.app.inject({
       method: 'PUT',

@@ -1,6 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { databaseEnv, envFileEnv, intVar, optionalVar, parseEnv, poolMaxVar, queueEnv, serviceEnv, z } from '@quest/config';
+import {
+  databaseEnv,
+  envFileEnv,
+  intVar,
+  optionalVar,
+  parseEnv,
+  poolMaxVar,
+  queueEnv,
+  serviceEnv,
+  webhookEnv,
+  z,
+} from '@quest/config';
 
 /** The liveness file: written by the worker, read by its container healthcheck. */
 const healthFileEnv = {
@@ -24,6 +35,7 @@ export const workerEnvSchema = z.object({
   ...queueEnv,
   ...serviceEnv,
   ...healthFileEnv,
+  ...webhookEnv,
   DATABASE_POOL_MAX: poolMaxVar(20),
   WORKER_ID: z.string().min(1).max(100).optional().meta({
     description: 'Member name in the pool; stored on each job it processes and in its log lines.',
@@ -74,6 +86,38 @@ export const workerEnvSchema = z.object({
     description:
       'Graceful shutdown waits this long for active jobs; a job still waiting for the database is then left to ' +
       'another worker (it is re-delivered at the head of its partition).',
+  }),
+  EVENT_RETENTION_DAYS: intVar(30, 1, 3650).meta({
+    description:
+      'Events older than this are deleted (hourly), with their delivery log: `GET /events` and replays reach back this far.',
+  }),
+  WEBHOOK_CONCURRENCY: intVar(32, 1, 1000).meta({
+    description: 'Webhook deliveries in flight at once per worker process.',
+  }),
+  WEBHOOK_TIMEOUT_MS: intVar(10_000, 100, 60_000).meta({
+    description: 'A delivery attempt not answered within this (connect, send, answer) has failed.',
+  }),
+  WEBHOOK_RETRY_BASE_MS: intVar(10_000, 10, 86_400_000).meta({
+    description:
+      'Pause after the first failed attempt of a delivery; it doubles with each failure, with jitter (half fixed, half random).',
+  }),
+  WEBHOOK_RETRY_MAX_MS: intVar(6 * 3_600_000, 10, 7 * 86_400_000).meta({
+    description: 'Longest pause between two attempts of a delivery.',
+  }),
+  WEBHOOK_RETRY_WINDOW_MS: intVar(3 * 86_400_000, 1000, 30 * 86_400_000).meta({
+    description:
+      'A delivery still failing this long after its first attempt is given up (failed) and its endpoint marked failing (3 days: about 20 attempts).',
+  }),
+  WEBHOOK_QUEUE_HIGH_WATER: intVar(5000, 1, 1_000_000).meta({
+    description:
+      'Most delivery jobs in Redis at once; further due deliveries wait in PostgreSQL, so a backlog of any size costs Redis this much.',
+  }),
+  WEBHOOK_PAGE_SIZE: intVar(1000, 1, 100_000).meta({
+    description: 'Events the publisher numbers, and deliveries the dispatcher hands to the queue, per step.',
+  }),
+  WEBHOOK_POLL_MS: intVar(100, 10, 60_000).meta({
+    description:
+      'How often an idle worker looks for new events to publish and due deliveries (the bound on delivery lag when idle).',
   }),
   METRICS_PORT: intVar(0, 0, 65_535).meta({
     description: "Port of the worker's Prometheus endpoint, `GET /metrics` (`0`: no endpoint).",

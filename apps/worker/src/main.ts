@@ -1,13 +1,22 @@
 import { pino } from 'pino';
-import { ConfigError, loadEnvironment } from '@quest/config';
+import { ConfigError, loadEnvironment, parseSecretKey } from '@quest/config';
 import { createSql } from '@quest/db';
 import { DatabaseConfigurationError, migrate, waitForDatabase } from '@quest/db/migrate';
-import { PartitionPool, producerConnection, ReplySender } from '@quest/queue';
+import {
+  DeliveryQueue,
+  PartitionPool,
+  producerConnection,
+  ReplySender,
+  redisConnection,
+  startDeliveryWorker,
+} from '@quest/queue';
 import { loadWorkerConfig } from './env.ts';
 import { removeHealthFile, writeHealthFile } from './health.ts';
-import { observePool, sampleDbPool, serveMetrics } from './metrics.ts';
+import { observePool, sampleDbPool, sampleWebhooks, serveMetrics } from './metrics.ts';
 import { createHandlers } from './handlers/index.ts';
 import { Reconciler } from './reconciler.ts';
+import { deliver } from './webhooks/deliver.ts';
+import { OutboxPump } from './webhooks/pump.ts';
 
 let config: ReturnType<typeof loadWorkerConfig>;
 let envFile: string | null = null;
@@ -100,11 +109,56 @@ await pool.start();
 observePool(pool, config.WORKER_ID);
 const metricsServer = config.METRICS_PORT ? await serveMetrics(config.METRICS_HOST, config.METRICS_PORT) : undefined;
 if (metricsServer) logger.info({ port: config.METRICS_PORT, host: config.METRICS_HOST }, 'metrics listening');
+// Events and webhooks (docs/events.md): the outbox pump feeds the delivery queue; every worker
+// delivers, on a queue of its own, apart from the partitions.
+const webhookRedis = redisConnection(config.REDIS_URL);
+webhookRedis.on('error', () => {});
+const deliveryQueue = new DeliveryQueue(webhookRedis, config.QUEUE_PREFIX);
+const pump = new OutboxPump({
+  sql,
+  queue: deliveryQueue,
+  pageSize: config.WEBHOOK_PAGE_SIZE,
+  highWater: config.WEBHOOK_QUEUE_HIGH_WATER,
+  idleMs: config.WEBHOOK_POLL_MS,
+  retentionDays: config.EVENT_RETENTION_DAYS,
+  jobRetentionSeconds: config.JOB_RETENTION_SECONDS,
+  logger,
+});
+pump.start();
+const deliveryWorker = startDeliveryWorker({
+  redisUrl: config.REDIS_URL,
+  prefix: config.QUEUE_PREFIX,
+  concurrency: config.WEBHOOK_CONCURRENCY,
+  lockDurationMs: config.WEBHOOK_TIMEOUT_MS * 3,
+  name: config.WORKER_ID,
+  logger,
+  process: (job) =>
+    deliver(
+      {
+        sql,
+        secretKey: config.WEBHOOK_SECRET_KEY ? parseSecretKey(config.WEBHOOK_SECRET_KEY) : null,
+        schedule: {
+          baseMs: config.WEBHOOK_RETRY_BASE_MS,
+          maxMs: config.WEBHOOK_RETRY_MAX_MS,
+          windowMs: config.WEBHOOK_RETRY_WINDOW_MS,
+        },
+        send: {
+          allowPrivate: config.WEBHOOK_ALLOW_PRIVATE_URLS,
+          timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+          maxBodyBytes: 64 * 1024,
+        },
+        logger,
+      },
+      job,
+    ),
+});
+const sample = () => {
+  void sampleDbPool(sql, config.DATABASE_POOL_MAX).catch(() => {});
+  void sampleWebhooks(sql, () => deliveryQueue.depth()).catch(() => {});
+};
 const dbSampler =
-  config.METRICS_PORT && config.METRICS_SAMPLE_MS
-    ? setInterval(() => void sampleDbPool(sql, config.DATABASE_POOL_MAX).catch(() => {}), config.METRICS_SAMPLE_MS).unref()
-    : undefined;
-if (dbSampler) void sampleDbPool(sql, config.DATABASE_POOL_MAX).catch(() => {});
+  config.METRICS_PORT && config.METRICS_SAMPLE_MS ? setInterval(sample, config.METRICS_SAMPLE_MS).unref() : undefined;
+if (dbSampler) sample();
 const reconciler = new Reconciler({
   sql,
   redisUrl: config.REDIS_URL,
@@ -115,6 +169,7 @@ const reconciler = new Reconciler({
   minAgeMs: config.RECONCILER_MIN_AGE_MS,
   limit: config.RECONCILER_BATCH_LIMIT,
   retentionSeconds: config.JOB_RETENTION_SECONDS,
+  deliveryQueue,
   logger,
 });
 reconciler.start();
@@ -133,10 +188,15 @@ async function shutdown(signal: string) {
     clearInterval(dbSampler);
     metricsServer?.close();
     await reconciler.stop();
+    await pump.stop();
     // Leaving the pool: no longer healthy, whatever the active jobs still do.
     if (config.WORKER_HEALTH_FILE) removeHealthFile(config.WORKER_HEALTH_FILE);
     const closed = await Promise.race([pool.close().then(() => 'closed' as const), deadline]);
     if (closed === 'timeout') logger.warn('active jobs did not finish in time; leaving them to another worker');
+    // An attempt cut short is recorded by nobody: the reconciler hands it over again.
+    await Promise.race([deliveryWorker.close(), deadline]);
+    await deliveryQueue.close().catch(() => {});
+    webhookRedis.disconnect();
     replyRedis.disconnect();
     await sql.end({ timeout: 1 });
     logger.info('stopped');

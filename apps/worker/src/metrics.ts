@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { type Sql, sessionsByState } from '@quest/db';
+import { deliveryCounts, type Sql, sessionsByState, unpublishedEvents } from '@quest/db';
 
 /**
  * The worker's Prometheus metrics (docs/operations.md, "Metrics"), served on METRICS_PORT. Metric objects are
@@ -25,12 +25,40 @@ export const jobItems = new Histogram({
 
 export const redrives = new Counter({
   name: 'quest_redrives_total',
-  help: 'Stranded work the reconciler enqueued again, by kind (request, batch).',
+  help: 'Stranded work the reconciler enqueued again, by kind (request, batch, delivery).',
   labelNames: ['kind'] as const,
   registers: [registry],
 });
 // Both series exist from the start, so rate() sees the first re-drive.
-for (const kind of ['request', 'batch']) redrives.inc({ kind }, 0);
+for (const kind of ['request', 'batch', 'delivery']) redrives.inc({ kind }, 0);
+
+export const deliveries = new Counter({
+  name: 'quest_webhook_deliveries_total',
+  help: 'Webhook delivery attempts by outcome: delivered (2xx), retry (failed, rescheduled), gave_up (failed past the retry window; the endpoint is failing).',
+  labelNames: ['outcome'] as const,
+  registers: [registry],
+});
+for (const outcome of ['delivered', 'retry', 'gave_up']) deliveries.inc({ outcome }, 0);
+
+export const deliveryLagSeconds = new Histogram({
+  name: 'quest_webhook_delivery_lag_seconds',
+  help: "Time from an event's commit to its successful delivery (first or later attempt).",
+  buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600, 86_400],
+  registers: [registry],
+});
+
+export const eventsPublished = new Counter({
+  name: 'quest_events_published_total',
+  help: 'Events numbered by the publisher (visible in GET /events, fanned out to endpoints) by this worker.',
+  registers: [registry],
+});
+
+export const webhookQueue = new Gauge({
+  name: 'quest_webhook_queue_depth',
+  help: 'Webhook work by where it waits (sampled every METRICS_SAMPLE_MS): queue = delivery jobs in Redis; postgres = pending deliveries not handed to the queue (due, or waiting for their next attempt); unpublished = events not yet numbered by the publisher.',
+  labelNames: ['where'] as const,
+  registers: [registry],
+});
 
 /** The pool's view, read at scrape time from memory (no Redis call); set by observePool. */
 let poolView: { pool: { owned: readonly number[]; memberCount: number }; workerId: string } | undefined;
@@ -72,6 +100,14 @@ export async function sampleDbPool(sql: Sql, max: number): Promise<void> {
   dbPoolConnections.reset();
   dbPoolConnections.set({ state: 'max' }, max);
   for (const [state, n] of Object.entries(states)) dbPoolConnections.set({ state }, n);
+}
+
+/** Set the webhook gauge from one sample. */
+export async function sampleWebhooks(sql: Sql, queueDepth: () => Promise<number>): Promise<void> {
+  const [depth, counts, unpublished] = await Promise.all([queueDepth(), deliveryCounts(sql), unpublishedEvents(sql)]);
+  webhookQueue.set({ where: 'queue' }, depth);
+  webhookQueue.set({ where: 'postgres' }, counts.pending);
+  webhookQueue.set({ where: 'unpublished' }, unpublished);
 }
 
 /** GET /metrics on its own port (any other path: 404). Resolves once listening. */

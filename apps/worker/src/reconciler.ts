@@ -1,8 +1,17 @@
 import type { Redis } from 'ioredis';
 import { redrives } from './metrics.ts';
 import type { AllocateJobData, RequestItem } from '@quest/domain';
-import { findStrandedBatches, findStrandedRequests, type StrandedRequest, type Sql, touchBatch, touchRequest } from '@quest/db';
-import { PartitionQueues, reconcilerLastRunKey, reconcilerLockKey, redisConnection } from '@quest/queue';
+import {
+  findStrandedBatches,
+  findStrandedDeliveries,
+  findStrandedRequests,
+  requeueDeliveries,
+  type StrandedRequest,
+  type Sql,
+  touchBatch,
+  touchRequest,
+} from '@quest/db';
+import { type DeliveryQueue, PartitionQueues, reconcilerLastRunKey, reconcilerLockKey, redisConnection } from '@quest/queue';
 
 export interface ReconcilerOptions {
   sql: Sql;
@@ -17,6 +26,8 @@ export interface ReconcilerOptions {
   /** At most this many requests and this many batches are looked at per run. */
   limit: number;
   retentionSeconds: number;
+  /** The webhook delivery queue: deliveries handed to it that it no longer carries are handed over again. */
+  deliveryQueue?: DeliveryQueue;
   logger: { info(obj: object, msg?: string): void; warn(obj: object, msg?: string): void };
 }
 
@@ -27,6 +38,8 @@ export interface ReconcilerRun {
   requestsRedriven: number;
   batchesChecked: number;
   batchesRedriven: number;
+  deliveriesChecked: number;
+  deliveriesRedriven: number;
 }
 
 /** The job item a stranded request's marker stands for: an allocation, or a reversal. */
@@ -59,7 +72,7 @@ export class Reconciler {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private stopped = false;
-  readonly totals = { requests: 0, batches: 0 };
+  readonly totals = { requests: 0, batches: 0, deliveries: 0 };
 
   constructor(private readonly opts: ReconcilerOptions) {
     this.redis = redisConnection(opts.redisUrl);
@@ -164,8 +177,26 @@ export class Reconciler {
       redrives.inc({ kind: 'batch' });
     }
 
+    // Webhook deliveries handed to the queue long ago and still pending, whose job is gone.
+    const deliveries = this.opts.deliveryQueue
+      ? await findStrandedDeliveries(sql, { olderThanMs: this.opts.minAgeMs, limit: this.opts.limit })
+      : [];
+    const alive: number[] = [];
+    const lost: number[] = [];
+    for (const d of deliveries) {
+      if (await this.opts.deliveryQueue!.carries({ deliveryId: d.id, attempt: d.attempt })) alive.push(d.id);
+      else lost.push(d.id);
+    }
+    await requeueDeliveries(sql, alive, false);
+    await requeueDeliveries(sql, lost, true);
+    if (lost.length) {
+      this.opts.logger.info({ kind: 'delivery', count: lost.length, first: lost[0] }, 're-driven');
+      redrives.inc({ kind: 'delivery' }, lost.length);
+    }
+
     this.totals.requests += requestsRedriven;
     this.totals.batches += batchesRedriven;
+    this.totals.deliveries += lost.length;
     const run: ReconcilerRun = {
       at: new Date().toISOString(),
       member: this.opts.memberId,
@@ -173,6 +204,8 @@ export class Reconciler {
       requestsRedriven,
       batchesChecked: batches.length,
       batchesRedriven,
+      deliveriesChecked: deliveries.length,
+      deliveriesRedriven: lost.length,
     };
     await this.redis.set(reconcilerLastRunKey(prefix), JSON.stringify(run));
     return run;

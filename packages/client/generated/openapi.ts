@@ -247,6 +247,130 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the owner's events
+         * @description Events of every quest of the API key's owner, in the order their decisions committed, kept EVENT_RETENTION_DAYS (default 30). Resume with `after` = the last id processed; the same events are delivered to webhook endpoints.
+         */
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook-endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List webhook endpoints
+         * @description The owner's endpoints, oldest first, without their secrets; `status` is failing once a delivery to one was given up after the retry window.
+         */
+        get: operations["listWebhookEndpoints"];
+        put?: never;
+        /**
+         * Create a webhook endpoint
+         * @description Events are POSTed to the URL signed per the Standard Webhooks specification (webhook-id, webhook-timestamp, webhook-signature), retried with backoff for about 3 days. The answer carries the signing secret; it is never shown again.
+         */
+        post: operations["createWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook-endpoints/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook endpoint
+         * @description Stops deliveries to the endpoint at once; its pending deliveries are dropped (failed), its delivery log is kept.
+         */
+        delete: operations["deleteWebhookEndpoint"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook-endpoints/{id}/secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate a webhook endpoint's signing secret
+         * @description For 24 h every delivery carries two signatures (webhook-signature lists both), so receivers can switch secrets without losing one delivery.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook-endpoints/{id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deliver past events again
+         * @description Every event kept (EVENT_RETENTION_DAYS) created at or after `since` that the endpoint subscribes to is delivered again, with its original id as webhook-id.
+         */
+        post: operations["replayWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook-endpoints/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A webhook endpoint's delivery log
+         * @description One entry per event per endpoint, newest first: status, attempts, next attempt, and the last attempt's HTTP status, latency, first KiB of the answer and error.
+         */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -458,7 +582,7 @@ export interface components {
          * @example INSUFFICIENT_POINTS
          * @enum {string}
          */
-        ErrorCode: "VALIDATION_FAILED" | "UNSUPPORTED_MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "ROUTE_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "QUESTS_DISABLED" | "CAMPAIGNS_DISABLED" | "INVALID_API_KEY" | "NOT_QUEST_OWNER" | "ADMIN_TOKEN_INVALID" | "QUEST_NOT_FOUND" | "CAMPAIGN_NOT_FOUND" | "ALLOCATION_NOT_FOUND" | "BATCH_NOT_FOUND" | "PAYOUT_NOT_FOUND" | "REVERSAL_NOT_FOUND" | "QUEST_NOT_ACTIVE" | "ACTION_TYPE_INACTIVE" | "INSUFFICIENT_POINTS" | "ACCOUNT_NOT_FOUND" | "BALANCE_LIMIT_EXCEEDED" | "PAYOUT_ALREADY_REVERSED" | "REVERSAL_EXCEEDS_PAYOUT" | "IDEMPOTENCY_KEY_REUSED" | "BATCH_TOO_LARGE" | "RATE_LIMITED" | "ALLOCATION_FAILED" | "REVERSAL_FAILED" | "QUEUE_UNAVAILABLE" | "DATABASE_UNAVAILABLE" | "INTERNAL_ERROR";
+        ErrorCode: "VALIDATION_FAILED" | "UNSUPPORTED_MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "ROUTE_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "QUESTS_DISABLED" | "CAMPAIGNS_DISABLED" | "INVALID_API_KEY" | "NOT_QUEST_OWNER" | "ADMIN_TOKEN_INVALID" | "QUEST_NOT_FOUND" | "CAMPAIGN_NOT_FOUND" | "ALLOCATION_NOT_FOUND" | "BATCH_NOT_FOUND" | "PAYOUT_NOT_FOUND" | "REVERSAL_NOT_FOUND" | "QUEST_NOT_ACTIVE" | "ACTION_TYPE_INACTIVE" | "INSUFFICIENT_POINTS" | "ACCOUNT_NOT_FOUND" | "BALANCE_LIMIT_EXCEEDED" | "PAYOUT_ALREADY_REVERSED" | "REVERSAL_EXCEEDS_PAYOUT" | "IDEMPOTENCY_KEY_REUSED" | "BATCH_TOO_LARGE" | "EVENT_CURSOR_NOT_FOUND" | "WEBHOOK_URL_NOT_ALLOWED" | "WEBHOOK_ENDPOINT_NOT_FOUND" | "WEBHOOKS_NOT_CONFIGURED" | "RATE_LIMITED" | "ALLOCATION_FAILED" | "REVERSAL_FAILED" | "QUEUE_UNAVAILABLE" | "DATABASE_UNAVAILABLE" | "INTERNAL_ERROR";
         /** @description Error envelope of every non-2xx response. */
         ErrorResponse: {
             /**
@@ -501,6 +625,34 @@ export interface components {
             checks: components["schemas"]["ReadinessChecks"];
             /** @description Worker processes alive in the pool. 0: nothing is deciding allocations; they are queued (answered 202) and decided when a worker joins. */
             workers: number;
+        };
+        /** @description Something the service decided. */
+        Event: {
+            /**
+             * @description Event id: `evt_` and a time-sortable ULID. Also the `webhook-id` of its deliveries (receivers dedupe on it).
+             * @example evt_01jf8q4g0x7m3r6v2k9d1n5btd
+             */
+            id: string;
+            /**
+             * @description What happened; `data` holds the view of it.
+             * @enum {string}
+             */
+            type: "payout.created" | "allocation.rejected" | "payout.reversed" | "batch.completed" | "quest.budget_exhausted" | "quest.budget_low";
+            /**
+             * Format: date-time
+             * @description When the decision committed (ISO 8601 UTC).
+             */
+            created_at: string;
+            /** @description The quest concerned. */
+            quest_id: number | null;
+            /** @description The allocation decided (`alc_…` or `<batch id>:<index>`), for allocation events; null for payout.reversed (its `data.reversal.id` is the reversal). */
+            allocation_id: string | null;
+            /** @description The batch (`bat_…`), for a batch item or batch.completed. */
+            batch_id: string | null;
+            /** @description payout.created: `{payout}`; allocation.rejected: `{allocation}` (id, status, address, points, error); payout.reversed: `{reversal}` (as the reversal POST answers it); batch.completed: `{batch}` (as GET …/batches/{batchId} without results); quest.budget_low and quest.budget_exhausted: `{quest}` (id, total_points, points_remaining, budget_low_threshold). */
+            data: {
+                [key: string]: unknown;
+            };
         };
         /** @description Why an allocation or batch item was not applied: a decision (QUEST_NOT_ACTIVE, ACTION_TYPE_INACTIVE, INSUFFICIENT_POINTS, ACCOUNT_NOT_FOUND, BALANCE_LIMIT_EXCEEDED, IDEMPOTENCY_KEY_REUSED) or ALLOCATION_FAILED (given up; nothing applied). */
         OutcomeError: {
@@ -728,6 +880,67 @@ export interface components {
         AccountPayoutsResponse: {
             /** @description Oldest first (decision order). */
             payouts: components["schemas"]["AccountPayout"][];
+        };
+        EventList: {
+            /** @description In feed order: the order in which the decisions committed. */
+            events: components["schemas"]["Event"][];
+            /** @description True when the page is full: ask again with `after` = the last id. */
+            has_more: boolean;
+        };
+        /** @description Where events are delivered, signed (Standard Webhooks). */
+        WebhookEndpoint: {
+            /** @description Webhook endpoint id (`whe_…`). */
+            id: string;
+            url: string;
+            description: string;
+            /** @description Event types delivered; null: every type. */
+            events: ("payout.created" | "allocation.rejected" | "payout.reversed" | "batch.completed" | "quest.budget_exhausted" | "quest.budget_low")[] | null;
+            /**
+             * @description failing: a delivery was retried for the whole retry window (about 3 days) without success; deliveries go on, and the first success makes it enabled again.
+             * @enum {string}
+             */
+            status: "enabled" | "failing";
+            failing_since: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** @description The signing secret (`whsec_…`), shown only in the answer that creates or rotates it: store it, it cannot be read again. */
+            secret?: string;
+            /** @description After a rotation: until when the previous secret also signs each delivery (24 h). */
+            previous_secret_expires_at: string | null;
+        };
+        WebhookEndpointResponse: {
+            endpoint: components["schemas"]["WebhookEndpoint"];
+        };
+        WebhookEndpointList: {
+            endpoints: components["schemas"]["WebhookEndpoint"][];
+        };
+        ReplayResult: {
+            /** @description Deliveries created. */
+            deliveries: number;
+        };
+        /** @description One event for one endpoint: where its delivery stands. */
+        WebhookDelivery: {
+            id: number;
+            event_id: string;
+            /** @enum {string} */
+            event_type: "payout.created" | "allocation.rejected" | "payout.reversed" | "batch.completed" | "quest.budget_exhausted" | "quest.budget_low";
+            /** @enum {string} */
+            status: "pending" | "delivered" | "failed";
+            attempts: number;
+            /** @description When pending: when the next attempt is due. */
+            next_attempt_at: string | null;
+            last_attempt_at: string | null;
+            delivered_at: string | null;
+            /** @description The last attempt's HTTP status. */
+            response_status: number | null;
+            /** @description The first KiB of the last attempt's answer. */
+            response_body: string | null;
+            latency_ms: number | null;
+            /** @description Why the last attempt failed, when it did not get an answer. */
+            error: string | null;
+        };
+        WebhookDeliveryList: {
+            deliveries: components["schemas"]["WebhookDelivery"][];
         };
         /**
          * Format: uri-reference
@@ -2320,6 +2533,802 @@ export interface operations {
                 };
             };
             /** @description QUEST_NOT_FOUND or REVERSAL_NOT_FOUND. */
+            404: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description RATE_LIMITED: over a rate limit (per client address, API key, owner allocation items, or failed authentications; see docs/api.md). Retry-After says when to retry; x-ratelimit-limit, -remaining and -reset describe the limit. */
+            429: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description Requests (or allocation items) allowed per window. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description What is left of the limit in this window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description INTERNAL_ERROR: unexpected server error (logged with the request id; the message never carries internals). */
+            500: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description DATABASE_UNAVAILABLE: PostgreSQL is unreachable; retry later (Retry-After). */
+            503: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                /** @description Resume after this event (the last id you processed); from the oldest event kept when omitted. */
+                after?: string;
+                /** @description Events per page (1..1000, default 100). */
+                limit?: number;
+                /** @description Only these event types, comma-separated: payout.created, allocation.rejected, payout.reversed, batch.completed, quest.budget_exhausted, quest.budget_low. */
+                type?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of events after the cursor. */
+            200: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "events": [
+                     *         {
+                     *           "id": "evt_01jf8q4g0x7m3r6v2k9d1n5btd",
+                     *           "type": "payout.created",
+                     *           "created_at": "2026-03-01T12:00:00.123Z",
+                     *           "quest_id": 7,
+                     *           "allocation_id": "alc_01jf8q4g0x7m3r6v2k9d1n5bta",
+                     *           "batch_id": null,
+                     *           "data": {
+                     *             "payout": {
+                     *               "id": "pay_01jf8q4g0x7m3r6v2k9d1n5bta",
+                     *               "amount": 250,
+                     *               "created_at": "2026-03-01T12:00:00.123Z",
+                     *               "account": {
+                     *                 "pass": "0x52908400098527886E0F7030069857D2E4169EE7"
+                     *               }
+                     *             }
+                     *           }
+                     *         }
+                     *       ],
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["EventList"];
+                };
+            };
+            /** @description VALIDATION_FAILED (bad after, limit or type) or EVENT_CURSOR_NOT_FOUND (no such event of yours, or purged). */
+            400: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description INVALID_API_KEY. */
+            401: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description RATE_LIMITED: over a rate limit (per client address, API key, owner allocation items, or failed authentications; see docs/api.md). Retry-After says when to retry; x-ratelimit-limit, -remaining and -reset describe the limit. */
+            429: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description Requests (or allocation items) allowed per window. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description What is left of the limit in this window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description INTERNAL_ERROR: unexpected server error (logged with the request id; the message never carries internals). */
+            500: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description DATABASE_UNAVAILABLE: PostgreSQL is unreachable; retry later (Retry-After). */
+            503: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    listWebhookEndpoints: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The owner's endpoints, oldest first; `status` failing when deliveries to one were given up. */
+            200: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "endpoints": [
+                     *         {
+                     *           "id": "whe_01jf8q4g0x7m3r6v2k9d1n5bte",
+                     *           "url": "https://example.com/webhooks/quest",
+                     *           "description": "",
+                     *           "events": null,
+                     *           "status": "enabled",
+                     *           "failing_since": null,
+                     *           "created_at": "2026-03-01T12:00:00.123Z",
+                     *           "previous_secret_expires_at": null
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpointList"];
+                };
+            };
+            /** @description INVALID_API_KEY. */
+            401: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description RATE_LIMITED: over a rate limit (per client address, API key, owner allocation items, or failed authentications; see docs/api.md). Retry-After says when to retry; x-ratelimit-limit, -remaining and -reset describe the limit. */
+            429: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description Requests (or allocation items) allowed per window. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description What is left of the limit in this window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description INTERNAL_ERROR: unexpected server error (logged with the request id; the message never carries internals). */
+            500: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description DATABASE_UNAVAILABLE: PostgreSQL is unreachable; retry later (Retry-After). */
+            503: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    createWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Where to POST events: https:// (http:// only where the operator set WEBHOOK_ALLOW_PRIVATE_URLS). Private, loopback and link-local addresses are refused, also when a name resolves to one at delivery time. */
+                    url: string;
+                    /** @description Event types to deliver; every type when omitted. */
+                    events?: ("payout.created" | "allocation.rejected" | "payout.reversed" | "batch.completed" | "quest.budget_exhausted" | "quest.budget_low")[];
+                    description?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The endpoint, with its signing secret (shown this once). */
+            200: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "endpoint": {
+                     *         "id": "whe_01jf8q4g0x7m3r6v2k9d1n5bte",
+                     *         "url": "https://example.com/webhooks/quest",
+                     *         "description": "",
+                     *         "events": null,
+                     *         "status": "enabled",
+                     *         "failing_since": null,
+                     *         "created_at": "2026-03-01T12:00:00.123Z",
+                     *         "previous_secret_expires_at": null,
+                     *         "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpointResponse"];
+                };
+            };
+            /** @description VALIDATION_FAILED (bad body) or WEBHOOK_URL_NOT_ALLOWED (not https, credentials, a private address). */
+            400: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description INVALID_API_KEY. */
+            401: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description RATE_LIMITED: over a rate limit (per client address, API key, owner allocation items, or failed authentications; see docs/api.md). Retry-After says when to retry; x-ratelimit-limit, -remaining and -reset describe the limit. */
+            429: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description Requests (or allocation items) allowed per window. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description What is left of the limit in this window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description INTERNAL_ERROR: unexpected server error (logged with the request id; the message never carries internals). */
+            500: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description WEBHOOKS_NOT_CONFIGURED (the operator set no WEBHOOK_SECRET_KEY) or DATABASE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    deleteWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Webhook endpoint id (`whe_…`). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint deleted. */
+            200: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "endpoint": {
+                     *         "id": "whe_01jf8q4g0x7m3r6v2k9d1n5bte",
+                     *         "url": "https://example.com/webhooks/quest",
+                     *         "description": "",
+                     *         "events": null,
+                     *         "status": "enabled",
+                     *         "failing_since": null,
+                     *         "created_at": "2026-03-01T12:00:00.123Z",
+                     *         "previous_secret_expires_at": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpointResponse"];
+                };
+            };
+            /** @description VALIDATION_FAILED (bad id). */
+            400: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description INVALID_API_KEY. */
+            401: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description WEBHOOK_ENDPOINT_NOT_FOUND (none of yours has this id). */
+            404: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description RATE_LIMITED: over a rate limit (per client address, API key, owner allocation items, or failed authentications; see docs/api.md). Retry-After says when to retry; x-ratelimit-limit, -remaining and -reset describe the limit. */
+            429: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description Requests (or allocation items) allowed per window. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description What is left of the limit in this window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description INTERNAL_ERROR: unexpected server error (logged with the request id; the message never carries internals). */
+            500: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description DATABASE_UNAVAILABLE: PostgreSQL is unreachable; retry later (Retry-After). */
+            503: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Webhook endpoint id (`whe_…`). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint with its new secret (shown this once). */
+            200: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "endpoint": {
+                     *         "id": "whe_01jf8q4g0x7m3r6v2k9d1n5bte",
+                     *         "url": "https://example.com/webhooks/quest",
+                     *         "description": "",
+                     *         "events": null,
+                     *         "status": "enabled",
+                     *         "failing_since": null,
+                     *         "created_at": "2026-03-01T12:00:00.123Z",
+                     *         "previous_secret_expires_at": "2026-03-02T12:00:00.000Z",
+                     *         "secret": "whsec_o2LaLaSwMfKQ9r8GKYqrTwjUPD8ILPZI"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpointResponse"];
+                };
+            };
+            /** @description VALIDATION_FAILED (bad id). */
+            400: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description INVALID_API_KEY. */
+            401: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description WEBHOOK_ENDPOINT_NOT_FOUND. */
+            404: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description RATE_LIMITED: over a rate limit (per client address, API key, owner allocation items, or failed authentications; see docs/api.md). Retry-After says when to retry; x-ratelimit-limit, -remaining and -reset describe the limit. */
+            429: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description Requests (or allocation items) allowed per window. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description What is left of the limit in this window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description INTERNAL_ERROR: unexpected server error (logged with the request id; the message never carries internals). */
+            500: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description WEBHOOKS_NOT_CONFIGURED or DATABASE_UNAVAILABLE. */
+            503: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    replayWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Webhook endpoint id (`whe_…`). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: date-time
+                     * @description Deliver again every event created at or after this time (ISO 8601) that the endpoint subscribes to.
+                     * @example 2026-03-01T00:00:00.000Z
+                     */
+                    since: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Deliveries created. */
+            200: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "deliveries": 42
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ReplayResult"];
+                };
+            };
+            /** @description VALIDATION_FAILED (bad id or since). */
+            400: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description INVALID_API_KEY. */
+            401: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description WEBHOOK_ENDPOINT_NOT_FOUND. */
+            404: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description RATE_LIMITED: over a rate limit (per client address, API key, owner allocation items, or failed authentications; see docs/api.md). Retry-After says when to retry; x-ratelimit-limit, -remaining and -reset describe the limit. */
+            429: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description Requests (or allocation items) allowed per window. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description What is left of the limit in this window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description INTERNAL_ERROR: unexpected server error (logged with the request id; the message never carries internals). */
+            500: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description DATABASE_UNAVAILABLE: PostgreSQL is unreachable; retry later (Retry-After). */
+            503: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                status?: "pending" | "delivered" | "failed";
+                /** @description Deliveries to return, newest first (1..1000). */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description Webhook endpoint id (`whe_…`). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One entry per event per endpoint: status, attempts, the last answer. */
+            200: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "deliveries": [
+                     *         {
+                     *           "id": 1,
+                     *           "event_id": "evt_01jf8q4g0x7m3r6v2k9d1n5btd",
+                     *           "event_type": "payout.created",
+                     *           "status": "delivered",
+                     *           "attempts": 1,
+                     *           "next_attempt_at": null,
+                     *           "last_attempt_at": "2026-03-01T12:00:00.200Z",
+                     *           "delivered_at": "2026-03-01T12:00:00.200Z",
+                     *           "response_status": 204,
+                     *           "response_body": "",
+                     *           "latency_ms": 12,
+                     *           "error": null
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookDeliveryList"];
+                };
+            };
+            /** @description VALIDATION_FAILED (bad id, status or limit). */
+            400: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description INVALID_API_KEY. */
+            401: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description WEBHOOK_ENDPOINT_NOT_FOUND. */
             404: {
                 headers: {
                     /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */

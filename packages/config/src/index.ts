@@ -17,9 +17,11 @@ export {
   LOG_LEVELS,
   listenEnv,
   optionalVar,
+  parseSecretKey,
   poolMaxVar,
   queueEnv,
   serviceEnv,
+  webhookEnv,
 } from './vars.ts';
 
 /**

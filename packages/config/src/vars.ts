@@ -156,3 +156,39 @@ export const listenEnv = {
     description: "The API's listen port (`0`: any free port; quest-admin then assumes 3000).",
   }),
 };
+
+/**
+ * The key that encrypts webhook signing secrets at rest: 32 bytes, as 64 hex digits or base64.
+ * Null when the text is neither.
+ */
+export function parseSecretKey(text: string): Buffer | null {
+  const t = text.trim();
+  if (/^[0-9a-fA-F]{64}$/.test(t)) return Buffer.from(t, 'hex');
+  if (/^[A-Za-z0-9+/_-]{42,44}={0,2}$/.test(t)) {
+    const key = Buffer.from(t.replace(/-/g, '+').replace(/_/g, '/'), 'base64');
+    if (key.length === 32) return key;
+  }
+  return null;
+}
+
+/** Webhooks: read by the API (endpoints are created there) and the worker (deliveries are signed there). */
+export const webhookEnv = {
+  WEBHOOK_SECRET_KEY: optionalVar(
+    z
+      .string()
+      .refine((v) => parseSecretKey(v) !== null, 'must be 32 bytes as 64 hex digits or base64 (openssl rand -hex 32)')
+      .optional(),
+  ).meta({
+    description:
+      'Key that encrypts webhook signing secrets at rest (AES-256-GCM): 32 bytes as 64 hex digits or base64, e.g. ' +
+      '`openssl rand -hex 32`. The API and the worker need the same one; without it `POST /webhook-endpoints` answers ' +
+      '503 `WEBHOOKS_NOT_CONFIGURED`. See [events](events.md).',
+    defaultText: 'unset (no webhooks)',
+    boundsText: '64 hex digits, or base64 of 32 bytes',
+  }),
+  WEBHOOK_ALLOW_PRIVATE_URLS: boolVar(false).meta({
+    description:
+      'Allow `http://` endpoint URLs and loopback, private and link-local addresses (tests and local development only: ' +
+      'off, an endpoint can only reach public HTTPS addresses, checked on the address connected to).',
+  }),
+};

@@ -7,3 +7,5 @@ export * from './observe.ts';
 export * from './payouts.ts';
 export * from './status.ts';
 export * from './account-payouts.ts';
+export * from './outbox.ts';
+export * from './webhooks.ts';

@@ -14,6 +14,7 @@ import {
 } from '@quest/domain';
 import { pipelinedTransaction, type Sql } from './client.ts';
 import { advanceBatch } from './lifecycle.ts';
+import { writeLedgerEvents } from './outbox.ts';
 
 /**
  * The ledger transaction: read → plan → write, in one PostgreSQL transaction, with a fixed number
@@ -27,7 +28,8 @@ import { advanceBatch } from './lifecycle.ts';
  *     of stored outcomes; duplicates inside the list).
  *  3. write (pipelined with COMMIT): payouts, reversals and their rejections, each quest's
  *     points_remaining (up by what reversals gave back, also after the quest's window ended), each
- *     account's balance (net of credits and reversals) — set-based, through `unnest` arrays.
+ *     account's balance (net of credits and reversals), and the decisions' events (outbox.ts) —
+ *     set-based, through `unnest` arrays.
  *
  * A request key has at most one outcome (payout, reversal or rejection; the database enforces it), so a job
  * that is redelivered after its worker died, or a client retrying with the same Idempotency-Key,
@@ -48,6 +50,10 @@ interface QuestRow {
   end_at: Date;
   action_status: ActionStatus;
   points_remaining: number;
+  // read for the quest's events (outbox.ts)
+  owner_id: string;
+  total_points: number;
+  budget_low_threshold: number | null;
 }
 
 interface StoredRow {
@@ -140,7 +146,7 @@ async function runLedger(
     // batch while this one is being applied.
     const [quests, stored, storedReversals, accounts, payouts] = await Promise.all([
       tx<QuestRow[]>`
-        select id, start_at, end_at, action_status, points_remaining
+        select id, start_at, end_at, action_status, points_remaining, owner_id, total_points, budget_low_threshold
         from quests where id = any(${questIds}::int[]) order by id for no key update`,
       allocationLookUp.length === 0
         ? ([] as StoredRow[])
@@ -287,6 +293,20 @@ async function runLedger(
         from unnest(${ids}::int[], ${ids.map((id) => plan.pointsRemaining.get(id)!)}::bigint[]) as v(id, remaining)
         where q.id = v.id`);
     }
+    // The decisions' events, in the same transaction (a transactional outbox: see outbox.ts).
+    const eventQuests = new Map(
+      quests.map((q) => [
+        q.id,
+        {
+          ownerId: q.owner_id,
+          totalPoints: q.total_points,
+          pointsRemaining: q.points_remaining,
+          budgetLowThreshold: q.budget_low_threshold,
+        },
+      ]),
+    );
+    const events = writeLedgerEvents(tx, items, plan, eventQuests, now);
+    if (events) writes.push(events);
     if (afterWrites) writes.push(afterWrites(tx, plan));
     await commit(writes);
     return plan.outcomes;

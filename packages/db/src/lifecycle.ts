@@ -1,3 +1,4 @@
+import { newId } from '@quest/domain';
 import type { Sql } from './client.ts';
 
 /**
@@ -162,6 +163,8 @@ export function advanceBatch(
   chunk: { batchId: string; start: number; count: number; succeeded: number; failed: number },
 ): Promise<unknown> {
   const { batchId, start, count } = chunk;
+  // The batch's completion is an event too (outbox.ts), written by the statement that completes it.
+  const eventId = newId('evt');
   return tx`
     with moved as (
       update batches set
@@ -170,7 +173,18 @@ export function advanceBatch(
         completed_at = case when processed + ${count} = total then now() end,
         updated_at = now()
       where id = ${batchId} and processed = ${start}
-      returning 1)
+      returning id, owner_id, quest_id, status, total, processed, succeeded, failed, created_at, updated_at, completed_at
+    ), completed as (
+      insert into events (id, owner_id, type, quest_id, batch_id, data, created_at)
+      select ${eventId}, owner_id, 'batch.completed', quest_id, id,
+        jsonb_build_object('batch', jsonb_build_object(
+          'id', id, 'status', status, 'total', total, 'processed', processed, 'succeeded', succeeded, 'failed', failed,
+          'created_at', to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+          'updated_at', to_char(updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+          'completed_at', to_char(completed_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))),
+        completed_at
+      from moved where status = 'completed'
+    )
     select 1 / count(*)::int as guard from moved`.catch((error: { code?: string }) => {
     throw error?.code === '22012' ? new BatchProgressMoved() : error;
   });

@@ -59,6 +59,7 @@ describe('migrate', () => {
       'api_keys',
       'batches',
       'campaigns',
+      'events',
       'feature_flags',
       'migrations',
       'owners',
@@ -66,6 +67,8 @@ describe('migrate', () => {
       'quests',
       'reversal_rejections',
       'reversals',
+      'webhook_deliveries',
+      'webhook_endpoints',
     ]);
     const flags = await sql`select name, enabled from feature_flags order by name`;
     expect(flags).toEqual([

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { monotonicFactory } from 'ulidx';
+import { encodeTime, monotonicFactory } from 'ulidx';
 
 /**
  * ulidx's default source calls crypto.getRandomValues once per character (16 calls per id), which
@@ -20,7 +20,17 @@ function pooledRandom(): number {
 
 const ulid = monotonicFactory(pooledRandom);
 
-export const ID_PREFIXES = ['own', 'key', 'pay', 'alc', 'bat', 'rev'] as const;
+export const ID_PREFIXES = [
+  'own',
+  'key',
+  'pay',
+  'alc',
+  'bat',
+  'rev',
+  // events and webhook endpoints (docs/events.md)
+  'evt',
+  'whe',
+] as const;
 export type IdPrefix = (typeof ID_PREFIXES)[number];
 
 /** Prefixed, time-sortable identifier, e.g. `pay_01JF8Q…`. Lexical order follows creation time. */
@@ -30,4 +40,12 @@ export function newId(prefix: IdPrefix, now: number = Date.now()): string {
 
 export function hasPrefix(id: string, prefix: IdPrefix): boolean {
   return id.startsWith(`${prefix}_`);
+}
+
+/**
+ * The smallest id of `prefix` made at or after `time`: every id made before it sorts below (ids
+ * made in the same millisecond sort above). For range scans by creation time over the primary key.
+ */
+export function idTimeBound(prefix: IdPrefix, time: number): string {
+  return `${prefix}_${encodeTime(time, 10).toLowerCase()}`;
 }

@@ -9,3 +9,5 @@ export * from './plan.ts';
 export * from './quest.ts';
 export * from './reversal.ts';
 export * from './views.ts';
+export * from './events.ts';
+export * from './webhooks.ts';

@@ -6,3 +6,4 @@ export * from './pool.ts';
 export * from './producer.ts';
 export * from './stats.ts';
 export * from './replies.ts';
+export * from './webhooks.ts';

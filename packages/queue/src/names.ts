@@ -85,3 +85,9 @@ export const reconcilerLastRunKey = (prefix: string) => `${prefix}:{pool}:reconc
  * single key (and the processes' streams spread over the slots).
  */
 export const replyKey = (prefix: string, processId: string) => `${prefix}:reply:{${processId}}`;
+
+/**
+ * The webhook delivery queue: separate from the partitions (a slow receiver never holds an
+ * allocation's place), hash-tagged so its keys share one slot on a cluster.
+ */
+export const WEBHOOK_QUEUE = 'webhooks{webhooks}';

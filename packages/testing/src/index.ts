@@ -9,3 +9,4 @@ export * from './system.ts';
 export * from './fixtures.ts';
 export * from './metrics.ts';
 export * from './redis-cluster.ts';
+export * from './webhooks.ts';

@@ -1,4 +1,15 @@
-export const SCENARIOS = ['latency', 'throughput', 'reversals', 'hot', 'batch', 'scale', 'memory', 'api-scale', 'admin'] as const;
+export const SCENARIOS = [
+  'latency',
+  'throughput',
+  'reversals',
+  'hot',
+  'batch',
+  'webhooks',
+  'scale',
+  'memory',
+  'api-scale',
+  'admin',
+] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
 export interface BenchConfig {

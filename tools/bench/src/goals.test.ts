@@ -96,4 +96,17 @@ describe('goals table', () => {
     ]);
     expect(table.get('admin: audit over 1,000,000 payouts (quest-admin audit) < 10 s')).toEqual(['3.2 s (audit() 1.0 s)', 'met']);
   });
+
+  it('compares throughput with a webhook endpoint to the run without, and reads the lag p99 (not the batch one)', () => {
+    const table = goals([
+      output('webhooks', [
+        { metric: 'allocations/s with one endpoint (limit: without)', unit: '/s', service: 2600, limit: 3000 },
+        { metric: 'delivery lag p50', unit: 'ms', service: 120 },
+        { metric: 'delivery lag p99', unit: 'ms', service: 800 },
+        { metric: 'batch delivery lag p99', unit: 'ms', service: 5000 },
+      ]),
+    ]);
+    expect(table.get('webhooks: throughput with one endpoint ≥ 0.9 × without')).toEqual(['2,600/s = 0.87 × 3,000/s', 'MISSED']);
+    expect(table.get('webhooks: delivery lag p99 ≤ 1 s at that rate')).toEqual(['800 ms', 'met']);
+  });
 });

@@ -144,6 +144,18 @@ export const GOALS: Goal[] = [
     compare: '>=',
     target: 30_000,
   },
+  {
+    name: 'webhooks: throughput with one endpoint ≥ 0.9 × without',
+    figure: ofLimit('webhooks', 'allocations/s with one endpoint', '/s'),
+    compare: '>=',
+    target: 0.9,
+  },
+  {
+    name: 'webhooks: delivery lag p99 ≤ 1 s at that rate',
+    figure: measured('webhooks', 'delivery lag p99', 'ms'),
+    compare: '<=',
+    target: 1000,
+  },
   { name: '6. ≤ 200 MB RSS per process', figure: maxRss, compare: '<=', target: 200 },
   {
     name: (cfg) => `admin: import ${groupThousands(cfg.importRows)} accounts (quest-admin account import) < ${IMPORT_GOAL_S} s`,

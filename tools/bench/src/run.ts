@@ -10,6 +10,7 @@ import { memoryOutput } from './scenarios/memory.ts';
 import { reversalsScenario } from './scenarios/reversals.ts';
 import { scaleScenario } from './scenarios/scale.ts';
 import { throughputScenario } from './scenarios/throughput.ts';
+import { webhooksScenario } from './scenarios/webhooks.ts';
 
 /**
  * Which scenarios run, in which order, on what: the service's scenarios on the running service
@@ -75,6 +76,7 @@ export async function runScenarios(
     if (selected.has('reversals')) await run('reversals', () => reversalsScenario(ctx));
     if (selected.has('hot')) await run('hot', () => hotScenario(ctx));
     if (selected.has('batch')) await run('batch', () => batchScenario(ctx));
+    if (selected.has('webhooks')) await run('webhooks', () => webhooksScenario(ctx));
     if (selected.has('scale')) await run('scale', () => scaleScenario(ctx));
   }
   if (selected.has('api-scale')) {

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { createSql, type Sql } from '@quest/db';
 import { createNumberedAccounts } from '@quest/testing/seed';
 import type { ScenarioName } from './config.ts';
@@ -5,6 +6,7 @@ import type { BaseCtx, Ctx } from './context.ts';
 import { runLoad } from './http-load.ts';
 import { seedQuests } from './seed.ts';
 import { type Service, type ServiceEnv, startApi, startReference, startWorkerProcess, waitForPool } from './services.ts';
+import { WEBHOOK_BATCH_ITEMS } from './scenarios/webhooks.ts';
 import { rng } from './stats.ts';
 
 export interface ServiceOptions {
@@ -27,7 +29,11 @@ export async function endLimitPool(): Promise<void> {
 export async function startService(base: BaseCtx, o: ServiceOptions): Promise<Ctx> {
   const { cfg, log } = base;
   const { selected, profileArgs } = o;
-  const accountCount = Math.max(cfg.accountPool, selected.has('batch') ? cfg.batchItems : 0);
+  const accountCount = Math.max(
+    cfg.accountPool,
+    selected.has('batch') ? cfg.batchItems : 0,
+    selected.has('webhooks') ? WEBHOOK_BATCH_ITEMS : 0,
+  );
   const accounts = await createNumberedAccounts(base.infra.sql, accountCount);
   await base.infra.sql`analyze`;
   log(`seeded owner, ${accounts.length} accounts`);
@@ -39,6 +45,10 @@ export async function startService(base: BaseCtx, o: ServiceOptions): Promise<Ct
     QUEUE_PARTITIONS: String(cfg.partitions),
     LOG_LEVEL: 'warn',
     BATCH_CHUNK_SIZE: String(cfg.chunkSize),
+    // Webhooks on (the webhooks scenario's receiver listens on 127.0.0.1); no other scenario's
+    // owner has an endpoint, so they only write the events the outbox always writes.
+    WEBHOOK_SECRET_KEY: randomBytes(32).toString('hex'),
+    WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
   };
   let workers: Service[] = [];
   let generation = 0;

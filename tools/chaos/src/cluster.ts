@@ -12,6 +12,7 @@ import { type ServiceProcess, startApiProcess, startWorker } from '@quest/testin
 import { type PrivateRedis, startRedis } from '@quest/testing/redis';
 import { createAccounts, createQuests, randomAddress } from '@quest/testing/seed';
 import { ownedPartitions, poolUnsettled } from '@quest/testing/workers';
+import type { ChaosWebhooks } from './webhooks.ts';
 
 /**
  * One whole service on private servers: PostgreSQL, Redis, the real API process on a fixed free
@@ -60,6 +61,8 @@ export class Cluster {
   questIds: number[] = [];
   creditQuestId = 0;
   accounts: `0x${string}`[] = [];
+  /** The owner's webhook endpoint and its receiver, in the scenarios that subscribe one. */
+  webhooks: ChaosWebhooks | undefined;
   private constructor(
     readonly pg: PrivatePostgres,
     readonly redis: PrivateRedis,
@@ -203,6 +206,7 @@ export class Cluster {
   }
 
   async stop(): Promise<void> {
+    await this.webhooks?.receiver.close();
     await Promise.all(
       this.procs.map((p) => {
         p.expectedExit = true;

@@ -6,6 +6,7 @@ import { Cluster } from './cluster.ts';
 import { checkInvariants } from './invariants.ts';
 import { answerCounts, Load, type Op } from './load.ts';
 import { type Scenario, sleep } from './scenario.ts';
+import { checkWebhooks, subscribe } from './webhooks.ts';
 
 /**
  * One scenario: a fresh service on private servers, load from concurrent retrying clients, one fault
@@ -26,10 +27,12 @@ export interface LoadProfile {
   warmupMs: number;
   afterMs: number;
   creditRows: number;
+  /** How long an outage the scenario controls lasts (the webhook receiver down). */
+  outageMs: number;
 }
 
-export const FULL_LOAD: LoadProfile = { clients: 16, warmupMs: 2_000, afterMs: 4_000, creditRows: 400 };
-export const SMALL_LOAD: LoadProfile = { clients: 6, warmupMs: 1_000, afterMs: 2_000, creditRows: 100 };
+export const FULL_LOAD: LoadProfile = { clients: 16, warmupMs: 2_000, afterMs: 4_000, creditRows: 400, outageMs: 60_000 };
+export const SMALL_LOAD: LoadProfile = { clients: 6, warmupMs: 1_000, afterMs: 2_000, creditRows: 100, outageMs: 10_000 };
 
 export interface ScenarioResult {
   name: string;
@@ -45,6 +48,8 @@ export interface ScenarioResult {
   /** From the fault's injection until requests succeed again and the work pending at the fault is decided. */
   recoveryMs: number | undefined;
   credit?: string;
+  /** Events, deliveries and duplicates, in the scenarios with a webhook receiver. */
+  webhooks?: string;
   violations: string[];
 }
 
@@ -75,11 +80,17 @@ export async function runScenario(
   dumpDir?: string,
 ): Promise<ScenarioResult> {
   const started = Date.now();
-  const cluster = await Cluster.start({ workers: s.workers, redisPersistence: s.redis, firstWorkerEnv: s.firstWorkerEnv });
+  const cluster = await Cluster.start({
+    workers: s.workers,
+    redisPersistence: s.redis,
+    firstWorkerEnv: s.firstWorkerEnv,
+    ...(s.env ? { env: s.env } : {}),
+  });
   const dir = mkdtempSync(join(tmpdir(), 'quest-chaos-credit-'));
   const unregister = onExitCleanup(() => rmSync(dir, { recursive: true, force: true }));
   try {
     log(`[${s.name}] service up in ${Date.now() - started} ms`);
+    if (s.webhooks) cluster.webhooks = await subscribe(cluster, s.webhooks);
     let deadline = Number.POSITIVE_INFINITY;
     const load = new Load(
       {
@@ -131,9 +142,13 @@ export async function runScenario(
     }
     let injectedAt = Date.now();
     log(`[${s.name}] injecting: ${s.fault}`);
-    await s.inject(cluster, () => {
-      injectedAt = Date.now();
-    });
+    await s.inject(
+      cluster,
+      () => {
+        injectedAt = Date.now();
+      },
+      profile,
+    );
     const faultEnd = Date.now();
     log(`[${s.name}] injected in ${faultEnd - injectedAt} ms; load continues`);
     await sleep(profile.afterMs);
@@ -160,6 +175,13 @@ export async function runScenario(
     if (!healthy.ok) violations.push(`not healthy ${HEALTH_BOUND_MS / 1000} s after the load: ${healthy.why}`);
     violations.push(...cluster.crashes().map((c) => `crash: ${c}`));
     violations.push(...(await checkInvariants(cluster, load.ops, RESOLVE_BOUND_MS)));
+    let webhooksNote: string | undefined;
+    if (cluster.webhooks) {
+      const checked = await checkWebhooks(cluster, cluster.webhooks);
+      violations.push(...checked.violations);
+      webhooksNote = checked.note;
+      log(`[${s.name}] webhooks: ${checked.note}`);
+    }
     const counts = answerCounts(load.ops);
     if (dumpDir)
       writeFileSync(
@@ -175,6 +197,7 @@ export async function runScenario(
       ...counts,
       recoveryMs: recovery(load.ops, injectedAt, faultEnd),
       credit: creditNote,
+      ...(webhooksNote ? { webhooks: webhooksNote } : {}),
       violations,
     };
   } finally {

@@ -1,4 +1,5 @@
 import type { Cluster, Proc } from './cluster.ts';
+import type { LoadProfile } from './run.ts';
 
 /** One fault of the suite: the service it runs on, and how the fault is injected while clients load it. */
 export interface Scenario {
@@ -7,6 +8,13 @@ export interface Scenario {
   workers: number;
   redis: 'aof' | 'none';
   firstWorkerEnv?: Record<string, string>;
+  /** Extra environment of every process. */
+  env?: Record<string, string>;
+  /**
+   * Subscribe a verifying receiver to every event before the load (answering after `delayMs`), and
+   * check afterwards that every event was delivered at least once (webhooks.ts).
+   */
+  webhooks?: { delayMs?: number };
   /** The quests the clients load (default: all of the cluster's). */
   loadQuests?(c: Cluster): number[];
   /** One client op in this many reverses an earlier answered payout (absent: no reversals). */
@@ -14,7 +22,7 @@ export interface Scenario {
   /** Run `quest-admin credit` through the fault. */
   credit: boolean;
   /** Inject the fault; `started()` marks the moment it took effect when the fault first waits for one. */
-  inject(c: Cluster, started: () => void): Promise<void>;
+  inject(c: Cluster, started: () => void, profile: LoadProfile): Promise<void>;
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

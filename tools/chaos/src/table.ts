@@ -2,14 +2,14 @@ import type { ScenarioResult } from './run.ts';
 
 export function formatTable(results: ScenarioResult[]): string {
   const lines = [
-    '| Fault | Requests | 200 | 202 | 4xx | 5xx | conn. errors | Time to recover | `credit` | Violations |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---|---|',
+    '| Fault | Requests | 200 | 202 | 4xx | 5xx | conn. errors | Time to recover | `credit` | Webhooks | Violations |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|',
   ];
   for (const r of results) {
     const v = r.violations.length === 0 ? '0' : `**${r.violations.length}**: ${summarize(r.violations)}`;
     const rec = r.recoveryMs === undefined ? 'never' : `${(r.recoveryMs / 1000).toFixed(1)} s`;
     lines.push(
-      `| ${r.fault} | ${r.requests}${r.reversals ? ` (${r.reversals} reversals)` : ''} | ${r.s200} | ${r.s202} | ${r.s4xx} | ${r.s5xx} | ${r.errors} | ${rec} | ${r.credit ?? '–'} | ${v} |`,
+      `| ${r.fault} | ${r.requests}${r.reversals ? ` (${r.reversals} reversals)` : ''} | ${r.s200} | ${r.s202} | ${r.s4xx} | ${r.s5xx} | ${r.errors} | ${rec} | ${r.credit ?? '–'} | ${r.webhooks ?? '–'} | ${v} |`,
     );
   }
   return lines.join('\n');

@@ -1,5 +1,5 @@
 import type { ActionStatus } from '@quest/domain';
-import { createCampaign, createQuest, setQuestActionStatus } from '@quest/db/catalog';
+import { createCampaign, createQuest, setQuestActionStatus, setQuestBudgetLowThreshold } from '@quest/db/catalog';
 import type { CommandOutput, Context } from '../context.ts';
 import { renderFields } from '../format.ts';
 
@@ -55,6 +55,7 @@ export interface QuestCreateOptions {
   totalPoints: number;
   expectedPoints: number;
   private?: boolean;
+  budgetLowThreshold?: number | null;
 }
 
 export async function questCreate(ctx: Context, opts: QuestCreateOptions): Promise<CommandOutput> {
@@ -68,6 +69,7 @@ export async function questCreate(ctx: Context, opts: QuestCreateOptions): Promi
     totalPoints: opts.totalPoints,
     expectedPointsPerCompletion: opts.expectedPoints,
     isPublic: !opts.private,
+    budgetLowThreshold: opts.budgetLowThreshold ?? null,
   });
   return {
     json: {
@@ -84,6 +86,7 @@ export async function questCreate(ctx: Context, opts: QuestCreateOptions): Promi
         totalPoints: quest.totalPoints,
         pointsRemaining: quest.pointsRemaining,
         expectedPointsPerCompletion: quest.expectedPointsPerCompletion,
+        budgetLowThreshold: quest.budgetLowThreshold,
       },
     },
     text: renderFields('Quest created', [
@@ -99,6 +102,7 @@ export async function questCreate(ctx: Context, opts: QuestCreateOptions): Promi
       ['total points', quest.totalPoints],
       ['points remaining', quest.pointsRemaining],
       ['expected points per completion', quest.expectedPointsPerCompletion],
+      ['budget low threshold', thresholdText(quest)],
     ]),
   };
 }
@@ -108,5 +112,20 @@ export async function questAction(ctx: Context, opts: { id: number; status: Acti
   return {
     json: { quest: { id: quest.id, actionStatus: quest.actionStatus } },
     text: `Quest ${quest.id} action status: ${quest.actionStatus}`,
+  };
+}
+
+const thresholdText = (q: { budgetLowThreshold: number | null; totalPoints: number }) =>
+  q.budgetLowThreshold ?? `default (10 % of ${q.totalPoints})`;
+
+export async function questUpdate(
+  ctx: Context,
+  opts: { id: number; budgetLowThreshold: number | 'default' },
+): Promise<CommandOutput> {
+  const threshold = opts.budgetLowThreshold === 'default' ? null : opts.budgetLowThreshold;
+  const quest = await setQuestBudgetLowThreshold(await ctx.db(), opts.id, threshold);
+  return {
+    json: { quest: { id: quest.id, totalPoints: quest.totalPoints, budgetLowThreshold: quest.budgetLowThreshold } },
+    text: `Quest ${quest.id} budget low threshold: ${thresholdText(quest)}`,
   };
 }

@@ -38,6 +38,15 @@ curl -sS -X POST "$BASE/quests/1/payouts/pay_…/reversals" -H "x-api-key: $KEY"
 curl -sS "$BASE/quests/1/reversals/rev_…" -H "x-api-key: $KEY"     # the status URL of a reversal's 202
 curl -sS "$BASE/quests/1/payouts/pay_…" -H "x-api-key: $KEY"       # a payout with its reversals
 curl -sS "$BASE/quests/1/payouts?address=0x…" -H "x-api-key: $KEY" # an account's payouts on the quest
+curl -sS "$BASE/events?after=evt_…&limit=100" -H "x-api-key: $KEY"   # what was decided, resumable
+curl -sS -X POST "$BASE/webhook-endpoints" -H "x-api-key: $KEY" -H 'content-type: application/json' \\
+  -d '{"url":"https://example.com/webhooks/quest"}'                # → the signing secret, shown once
+curl -sS "$BASE/webhook-endpoints" -H "x-api-key: $KEY"
+curl -sS "$BASE/webhook-endpoints/whe_…/deliveries" -H "x-api-key: $KEY"
+curl -sS -X POST "$BASE/webhook-endpoints/whe_…/secret" -H "x-api-key: $KEY"
+curl -sS -X POST "$BASE/webhook-endpoints/whe_…/replay" -H "x-api-key: $KEY" -H 'content-type: application/json' \\
+  -d '{"since":"2026-03-01T00:00:00Z"}'
+curl -sS "$BASE/webhook-endpoints/whe_…" -X DELETE -H "x-api-key: $KEY"
 curl -sS "$BASE/healthz"; curl -sS "$BASE/readyz"
 \`\`\`
 

@@ -132,6 +132,8 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'allocations', description: 'Crediting points to one account, and the status of an allocation' },
         { name: 'batches', description: 'Crediting many accounts in one request, and the status of a batch' },
         { name: 'reversals', description: 'Taking points back from a payout, and the status of a reversal' },
+        { name: 'events', description: "The owner's events: what was decided, in commit order (also delivered by webhooks)" },
+        { name: 'webhooks', description: 'Webhook endpoints: signed deliveries of events, retried for days' },
         { name: 'health', description: 'Liveness and readiness probes' },
       ],
       components: {

@@ -86,3 +86,24 @@ export const EXAMPLE_REVERSAL = {
   created_at: '2026-03-02T09:30:00.456Z',
   account: { pass: EXAMPLE_ADDRESS },
 };
+
+export const EXAMPLE_EVENT = {
+  id: 'evt_01jf8q4g0x7m3r6v2k9d1n5btd',
+  type: 'payout.created',
+  created_at: '2026-03-01T12:00:00.123Z',
+  quest_id: 7,
+  allocation_id: 'alc_01jf8q4g0x7m3r6v2k9d1n5bta',
+  batch_id: null,
+  data: { payout: EXAMPLE_PAYOUT },
+} as const;
+
+export const EXAMPLE_ENDPOINT = {
+  id: 'whe_01jf8q4g0x7m3r6v2k9d1n5bte',
+  url: 'https://example.com/webhooks/quest',
+  description: '',
+  events: null,
+  status: 'enabled',
+  failing_since: null,
+  created_at: '2026-03-01T12:00:00.123Z',
+  previous_secret_expires_at: null,
+} as const;

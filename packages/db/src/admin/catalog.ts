@@ -30,6 +30,8 @@ export interface QuestRecord {
   totalPoints: number;
   pointsRemaining: number;
   expectedPointsPerCompletion: number;
+  /** quest.budget_low fires when points_remaining falls to this or below; null: 10 % of total_points. */
+  budgetLowThreshold: number | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -89,6 +91,7 @@ interface QuestRow {
   total_points: number;
   points_remaining: number;
   expected_points_per_completion: number;
+  budget_low_threshold: number | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -105,6 +108,7 @@ const toQuest = (r: QuestRow): QuestRecord => ({
   totalPoints: r.total_points,
   pointsRemaining: r.points_remaining,
   expectedPointsPerCompletion: r.expected_points_per_completion,
+  budgetLowThreshold: r.budget_low_threshold === null ? null : Number(r.budget_low_threshold),
   createdAt: r.created_at,
   updatedAt: r.updated_at,
 });
@@ -119,6 +123,8 @@ export interface NewQuest {
   totalPoints: number;
   expectedPointsPerCompletion: number;
   isPublic?: boolean;
+  /** See QuestRecord.budgetLowThreshold; omitted or null: the default. */
+  budgetLowThreshold?: number | null;
 }
 
 /** Create a quest with its whole budget unallocated (points_remaining = total_points). */
@@ -127,6 +133,8 @@ export async function createQuest(sql: Sql, input: NewQuest): Promise<QuestRecor
   checkWindow(input.startAt, input.endAt);
   checkPoints('total points', input.totalPoints);
   checkPoints('expected points per completion', input.expectedPointsPerCompletion);
+  const threshold = input.budgetLowThreshold ?? null;
+  if (threshold !== null) checkPoints('budget low threshold', threshold);
   const campaignId = input.campaignId ?? null;
   if (campaignId !== null && !isIntId(campaignId)) throw new AdminError('CAMPAIGN_NOT_FOUND', `campaign ${campaignId} not found`);
   // Owners and campaigns are never deleted, so checking first and inserting after cannot race.
@@ -137,9 +145,9 @@ export async function createQuest(sql: Sql, input: NewQuest): Promise<QuestRecor
   if (!found!.campaign) throw new AdminError('CAMPAIGN_NOT_FOUND', `campaign ${campaignId} not found`);
   const [row] = await sql<QuestRow[]>`
     insert into quests (owner_id, campaign_id, name, description, start_at, end_at, is_public,
-                        total_points, points_remaining, expected_points_per_completion)
+                        total_points, points_remaining, expected_points_per_completion, budget_low_threshold)
     values (${input.ownerId}, ${campaignId}, ${name}, ${input.description ?? ''}, ${input.startAt}, ${input.endAt},
-            ${input.isPublic ?? true}, ${input.totalPoints}, ${input.totalPoints}, ${input.expectedPointsPerCompletion})
+            ${input.isPublic ?? true}, ${input.totalPoints}, ${input.totalPoints}, ${input.expectedPointsPerCompletion}, ${threshold})
     returning *`;
   return toQuest(row!);
 }
@@ -151,6 +159,19 @@ export async function setQuestActionStatus(sql: Sql, questId: number, status: Ac
   if (!isIntId(questId)) throw new AdminError('QUEST_NOT_FOUND', `quest ${questId} not found`);
   const [row] = await sql<QuestRow[]>`
     update quests set action_status = ${status}, updated_at = now() where id = ${questId} returning *`;
+  if (!row) throw new AdminError('QUEST_NOT_FOUND', `quest ${questId} not found`);
+  return toQuest(row);
+}
+
+/**
+ * Set the quest's quest.budget_low threshold (null: back to 10 % of total_points). It takes effect
+ * from the next decision: an event fires when points_remaining crosses it from above.
+ */
+export async function setQuestBudgetLowThreshold(sql: Sql, questId: number, threshold: number | null): Promise<QuestRecord> {
+  if (threshold !== null) checkPoints('budget low threshold', threshold);
+  if (!isIntId(questId)) throw new AdminError('QUEST_NOT_FOUND', `quest ${questId} not found`);
+  const [row] = await sql<QuestRow[]>`
+    update quests set budget_low_threshold = ${threshold}, updated_at = now() where id = ${questId} returning *`;
   if (!row) throw new AdminError('QUEST_NOT_FOUND', `quest ${questId} not found`);
   return toQuest(row);
 }

@@ -14,6 +14,7 @@ export const ADMIN_ERROR_CODES = [
   'CAMPAIGN_NOT_FOUND',
   'QUEST_NOT_FOUND',
   'API_KEY_NOT_FOUND',
+  'WEBHOOK_ENDPOINT_NOT_FOUND',
   'ALREADY_EXISTS',
 ] as const;
 export type AdminErrorCode = (typeof ADMIN_ERROR_CODES)[number];

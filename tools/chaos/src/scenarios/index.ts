@@ -5,6 +5,9 @@ import { pgStopImmediate } from './pg-stop-immediate.ts';
 import { redisFlushall } from './redis-flushall.ts';
 import { redisKillAof } from './redis-kill-aof.ts';
 import { redisKillNopersist } from './redis-kill-nopersist.ts';
+import { webhooksReceiverDown } from './webhooks-receiver-down.ts';
+import { webhooksRedisFlushall } from './webhooks-redis-flushall.ts';
+import { webhooksWorkerSigkill } from './webhooks-worker-sigkill.ts';
 import { workerSigkill } from './worker-sigkill.ts';
 import { workerSigkillReversals } from './worker-sigkill-reversals.ts';
 import { workerSigstop } from './worker-sigstop.ts';
@@ -22,4 +25,7 @@ export const SCENARIOS: Scenario[] = [
   workerSigstop,
   workerZombie,
   apiSigkill,
+  webhooksReceiverDown,
+  webhooksWorkerSigkill,
+  webhooksRedisFlushall,
 ];

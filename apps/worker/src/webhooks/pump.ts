@@ -1,0 +1,104 @@
+import { claimDueDeliveries, publishEvents, purgeEvents, requeueDeliveries, type Sql } from '@quest/db';
+import type { DeliveryQueue } from '@quest/queue';
+import { eventsPublished } from '../metrics.ts';
+
+export interface PumpOptions {
+  sql: Sql;
+  queue: DeliveryQueue;
+  /** Events numbered, and deliveries handed to the queue, per step. */
+  pageSize: number;
+  /** Most delivery jobs in Redis (waiting or running): the rest wait, due, in PostgreSQL. */
+  highWater: number;
+  /** Pause when there was nothing to do. */
+  idleMs: number;
+  retentionDays: number;
+  jobRetentionSeconds: number;
+  logger: { info(obj: object, msg?: string): void; warn(obj: object, msg?: string): void };
+}
+
+const PURGE_EVERY_MS = 3_600_000;
+
+/**
+ * The outbox's pump, run by every worker process: (1) publish — number committed events in order
+ * and create their deliveries (one publisher transaction at a time across the pool, an advisory
+ * lock); (2) dispatch — hand due deliveries to the delivery queue, oldest due first, only while the
+ * queue holds fewer than `highWater` jobs (SKIP LOCKED: processes share the work); (3) purge events
+ * older than EVENT_RETENTION_DAYS, hourly. A 100,000-item batch thus costs the ledger one insert per
+ * chunk, and Redis at most `highWater` jobs whatever the backlog.
+ */
+export class OutboxPump {
+  private stopped = false;
+  private loop: Promise<void> | undefined;
+  private wake: (() => void) | undefined;
+  private lastPurge = 0;
+
+  constructor(private readonly opts: PumpOptions) {}
+
+  start(): void {
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.wake?.();
+    await this.loop;
+  }
+
+  /** One step; true when there may be more to do at once. */
+  async step(): Promise<boolean> {
+    const { sql, queue, pageSize } = this.opts;
+    const published = await publishEvents(sql, pageSize);
+    if (published.published) eventsPublished.inc(published.published);
+    const room = Math.min(pageSize, this.opts.highWater - (await queue.depth()));
+    let claimed = 0;
+    if (room > 0) {
+      const due = await claimDueDeliveries(sql, room);
+      claimed = due.length;
+      try {
+        await queue.add(
+          due.map((d) => ({ deliveryId: d.id, attempt: d.attempt })),
+          this.opts.jobRetentionSeconds,
+        );
+      } catch (error) {
+        // Not handed over: due again at once (the reconciler would find them otherwise, later).
+        await requeueDeliveries(
+          sql,
+          due.map((d) => d.id),
+          true,
+        );
+        throw error;
+      }
+    }
+    if (Date.now() - this.lastPurge > PURGE_EVERY_MS) {
+      this.lastPurge = Date.now();
+      const before = new Date(Date.now() - this.opts.retentionDays * 86_400_000);
+      let purged = 0;
+      for (let n = pageSize; n === pageSize && !this.stopped; ) {
+        n = await purgeEvents(sql, before, pageSize);
+        purged += n;
+      }
+      if (purged) this.opts.logger.info({ purged, before }, 'events past retention deleted');
+    }
+    return published.published === pageSize || (room > 0 && claimed === room);
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      let busy = false;
+      try {
+        busy = await this.step();
+      } catch (err) {
+        this.opts.logger.warn({ err }, 'outbox pump step failed; retrying');
+      }
+      if (!busy && !this.stopped) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, this.opts.idleMs);
+          this.wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+      }
+    }
+  }
+}

@@ -1,0 +1,85 @@
+import { describe, expect } from 'vitest';
+import { insertEndpoint, insertEvents, publishEvents } from '@quest/db';
+import { newId } from '@quest/domain';
+import { DeliveryQueue, redisConnection } from '@quest/queue';
+import { test } from '@quest/testing';
+import { redrives } from '../src/metrics.ts';
+import { Reconciler } from '../src/reconciler.ts';
+
+const silent = { info: () => {}, warn: () => {} };
+
+describe('the reconciler and webhook deliveries', () => {
+  test('hands over again a delivery the queue lost, and only restarts the clock of one it still carries', async ({
+    database,
+    redis,
+    owner,
+  }) => {
+    const { sql } = database;
+    const endpointId = newId('whe');
+    await insertEndpoint(sql, {
+      id: endpointId,
+      ownerId: owner.id,
+      url: 'https://hooks.example.com/',
+      description: '',
+      eventTypes: null,
+      secretEnc: Buffer.from([1]),
+    });
+    const event = {
+      ownerId: owner.id,
+      type: 'payout.created' as const,
+      questId: null,
+      allocationId: null,
+      batchId: null,
+      data: {},
+      createdAt: new Date(),
+    };
+    await insertEvents(sql, [
+      { ...event, id: newId('evt') },
+      { ...event, id: newId('evt') },
+    ]);
+    await publishEvents(sql, 100);
+    const ids = (
+      await sql<{ id: number }[]>`select id from webhook_deliveries where endpoint_id = ${endpointId} order by id`
+    ).map((r) => r.id);
+    expect(ids).toHaveLength(2);
+    // Both were handed to the queue a minute ago; only the first one's job is still there.
+    await sql`update webhook_deliveries set enqueued_at = now() - interval '1 minute' where endpoint_id = ${endpointId}`;
+    const connection = redisConnection(redis.url);
+    const queue = new DeliveryQueue(connection, redis.prefix);
+    await queue.add([{ deliveryId: ids[0]!, attempt: 1 }], 600);
+
+    const before = (await redrives.get()).values.find((v) => v.labels.kind === 'delivery')?.value ?? 0;
+    const reconciler = new Reconciler({
+      sql,
+      redisUrl: redis.url,
+      prefix: redis.prefix,
+      partitions: 2,
+      memberId: 'test',
+      intervalMs: 60_000,
+      minAgeMs: 30_000,
+      limit: 100,
+      retentionSeconds: 60,
+      deliveryQueue: queue,
+      logger: silent,
+    });
+    try {
+      const run = await reconciler.run();
+      expect(run).toMatchObject({ deliveriesChecked: 2, deliveriesRedriven: 1 });
+      const rows = await sql<{ id: number; enqueued_at: Date | null; next_attempt_at: Date }[]>`
+        select id, enqueued_at, next_attempt_at from webhook_deliveries where endpoint_id = ${endpointId} order by id`;
+      // Carried: its clock restarts (it is not suspected again for another minAge).
+      expect(Date.now() - rows[0]!.enqueued_at!.getTime()).toBeLessThan(10_000);
+      // Lost: due again now, for the dispatcher to hand over.
+      expect(rows[1]!.enqueued_at).toBeNull();
+      expect(Date.now() - rows[1]!.next_attempt_at.getTime()).toBeLessThan(10_000);
+      const after = (await redrives.get()).values.find((v) => v.labels.kind === 'delivery')!.value;
+      expect(after - before).toBe(1);
+      // Nothing suspect left.
+      expect(await reconciler.run()).toMatchObject({ deliveriesChecked: 0, deliveriesRedriven: 0 });
+    } finally {
+      await reconciler.stop();
+      await queue.close();
+      connection.disconnect();
+    }
+  });
+});

@@ -1,0 +1,145 @@
+import {
+  type EventQuest,
+  type EventRow,
+  type EventType,
+  idTimeBound,
+  newId,
+  type Plan,
+  type PlanItem,
+  planEvents,
+} from '@quest/domain';
+import type { Sql } from './client.ts';
+
+/**
+ * The events outbox (docs/events.md): events written in the transaction that decides them,
+ * numbered after commit by one publisher at a time, read by the feed and fanned out to webhook
+ * endpoints. Cost on the ledger's hot path: one multi-row insert per ledger transaction (at most
+ * one row per item, plus a quest's budget crossings), pipelined with its COMMIT; no delivery
+ * work happens there.
+ */
+
+/** Insert events in one statement (unnest arrays), as part of the caller's transaction. */
+export function insertEvents(tx: Sql, events: readonly EventRow[]): Promise<unknown> | undefined {
+  if (events.length === 0) return undefined;
+  return tx`
+    insert into events (id, owner_id, type, quest_id, allocation_id, batch_id, data, created_at)
+    select id, owner_id, type, quest_id, allocation_id, batch_id, data::jsonb, created_at from unnest(
+      ${events.map((e) => e.id)}::text[], ${events.map((e) => e.ownerId)}::text[], ${events.map((e) => e.type)}::text[],
+      ${events.map((e) => e.questId)}::int[], ${events.map((e) => e.allocationId)}::text[], ${events.map((e) => e.batchId)}::text[],
+      ${events.map((e) => JSON.stringify(e.data))}::text[], ${events.map((e) => e.createdAt.toISOString())}::timestamptz[])
+      as v(id, owner_id, type, quest_id, allocation_id, batch_id, data, created_at)`;
+}
+
+/** The ledger's events: plan them from the transaction's plan, and insert them (see planEvents). */
+export function writeLedgerEvents(
+  tx: Sql,
+  items: readonly PlanItem[],
+  plan: Pick<Plan, 'outcomes' | 'pointsRemaining'>,
+  quests: ReadonlyMap<number, EventQuest>,
+  now: Date,
+): Promise<unknown> | undefined {
+  return insertEvents(
+    tx,
+    planEvents(items, plan, quests, now, () => newId('evt', now.getTime())),
+  );
+}
+
+/** Arbitrary constant: the advisory lock that makes one publisher transaction run at a time. */
+const PUBLISHER_LOCK_ID = 7_351_042_008;
+
+export interface PublishResult {
+  /** false: another process held the publisher's lock; nothing was done. */
+  ran: boolean;
+  published: number;
+  deliveries: number;
+}
+
+/**
+ * Number the next committed, unnumbered events (in id order, up to `limit`) after the last
+ * position, and create a pending delivery for each subscribed endpoint — one transaction. One
+ * publisher at a time (a transaction-scoped advisory lock; any process may call this), so positions
+ * follow commit order: an event committed after a reader saw position p gets a position above p.
+ *
+ * Planned afresh each time (`plan_cache_mode`): postgres.js prepares statements, and a generic plan
+ * cached while `events` was empty — a worker started on a fresh database — scans the whole table
+ * once per event it numbers (a nested loop over a re-run page), so one step over a 10,000-event
+ * backlog took minutes and the feed and every webhook stalled behind it.
+ */
+export async function publishEvents(sql: Sql, limit: number): Promise<PublishResult> {
+  return sql.begin(async (tx) => {
+    const [lock] = await tx<{ ok: boolean }[]>`select pg_try_advisory_xact_lock(${PUBLISHER_LOCK_ID}) as ok`;
+    if (!lock?.ok) return { ran: false, published: 0, deliveries: 0 };
+    await tx`set local plan_cache_mode = force_custom_plan`;
+    const [row] = await tx<{ published: number; deliveries: number }[]>`
+      with page as (
+        select id from events where position is null order by id limit ${limit}
+      ), base as (
+        select coalesce(max(position), 0) as b from events
+      ), numbered as materialized (
+        select page.id, base.b + row_number() over (order by page.id) as pos from page, base
+      ), moved as (
+        update events e set position = n.pos, published_at = now() from numbered n where e.id = n.id
+        returning e.id, e.owner_id, e.type
+      ), fanned as (
+        insert into webhook_deliveries (endpoint_id, event_id)
+        select ep.id, m.id from moved m
+        join webhook_endpoints ep on ep.owner_id = m.owner_id and ep.deleted_at is null
+          and (ep.event_types is null or m.type = any(ep.event_types))
+        order by m.id, ep.id
+        returning 1
+      )
+      select (select count(*) from moved)::int as published, (select count(*) from fanned)::int as deliveries`;
+    return { ran: true, published: row?.published ?? 0, deliveries: row?.deliveries ?? 0 };
+  }) as Promise<PublishResult>;
+}
+
+export interface StoredEvent {
+  id: string;
+  type: EventType;
+  createdAt: Date;
+  questId: number | null;
+  allocationId: string | null;
+  batchId: string | null;
+  data: unknown;
+  position: number;
+}
+
+const EVENT_FIELDS = `id, type, created_at as "createdAt", quest_id as "questId", allocation_id as "allocationId",
+  batch_id as "batchId", data, position`;
+
+/** The feed position of an owner's published event, or undefined (unknown, another owner's, or purged). */
+export async function eventPosition(sql: Sql, ownerId: string, eventId: string): Promise<number | undefined> {
+  const [row] = await sql<{ position: number }[]>`
+    select position from events where id = ${eventId} and owner_id = ${ownerId} and position is not null`;
+  return row?.position;
+}
+
+/** An owner's published events after a position, in feed order. */
+export function listEvents(
+  sql: Sql,
+  q: { ownerId: string; after: number; limit: number; types?: readonly string[] | undefined },
+): Promise<StoredEvent[]> {
+  const types = q.types?.length ? (q.types as string[]) : null;
+  return sql<StoredEvent[]>`
+    select ${sql.unsafe(EVENT_FIELDS)} from events
+    where owner_id = ${q.ownerId} and position is not null and position > ${q.after}
+      and (${types}::text[] is null or type = any(${types}::text[]))
+    order by position limit ${q.limit}`;
+}
+
+/** Delete events created before `before` (and their deliveries), at most `limit` per call. */
+export async function purgeEvents(sql: Sql, before: Date, limit: number): Promise<number> {
+  // Ids are time-sortable, so the primary key finds the old ones.
+  const bound = idTimeBound('evt', before.getTime());
+  const rows = await sql`
+    delete from events where id in (
+      select id from events where id < ${bound} and position is not null order by id limit ${limit})
+    returning 1`;
+  return rows.length;
+}
+
+/** Events committed and not yet numbered by the publisher (a gauge: the publisher's backlog). */
+export async function unpublishedEvents(sql: Sql): Promise<number> {
+  const [row] = await sql<{ n: number }[]>`select count(*)::int as n from events where position is null`;
+  return row?.n ?? 0;
+}
