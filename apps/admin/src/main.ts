@@ -1,6 +1,7 @@
 import { CommanderError } from 'commander';
 import { ConfigError, loadEnvironment } from '@quest/config';
 import { isAdminError } from '@quest/db/admin-errors';
+import { parseDatabaseUrl } from '@quest/db/url';
 import { CliError, type CommandOutput, Context, EXIT, type Io } from './context.ts';
 import { loadAdminConfig } from './env.ts';
 import { buildProgram } from './program.ts';
@@ -17,6 +18,7 @@ const CONNECTION_CODES = new Set([
   'CONNECTION_CLOSED',
   'CONNECTION_ENDED',
   'CONNECTION_DESTROYED',
+  'TARGET_SESSION_ATTRS',
 ]);
 
 const MAX_MESSAGE = 300;
@@ -24,8 +26,7 @@ const MAX_MESSAGE = 300;
 /** Where the database is, for messages: never the password. */
 function describeDatabase(url: string): string {
   try {
-    const u = new URL(url);
-    return `${u.hostname}:${u.port || '5432'}${u.pathname}`;
+    return parseDatabaseUrl(url).describe();
   } catch {
     return 'the configured database';
   }

@@ -5,3 +5,5 @@ export * from './lifecycle.ts';
 export * from './reads.ts';
 export * from './observe.ts';
 export * from './status.ts';
+export * from './url.ts';
+export * from './replication.ts';

@@ -3,6 +3,7 @@ import { dirname, join } from 'node:path';
 import postgres from 'postgres';
 import shift from 'postgres-shift';
 import { classifyDbError, createSql } from './client.ts';
+import { parseDatabaseUrl } from './url.ts';
 
 /**
  * Found through the package, not relative to this file, so it also resolves when this module is
@@ -15,11 +16,12 @@ const MIGRATION_LOCK_ID = 7_351_042_001;
 
 /**
  * Create the target database if it does not exist. Connects to the `postgres` maintenance
- * database of the same server; losing a race with a concurrent creator is fine.
+ * database of the same servers (with a multi-host URL, the primary: `target_session_attrs` is kept);
+ * losing a race with a concurrent creator is fine.
  */
 export async function ensureDatabase(url: string): Promise<boolean> {
-  const target = new URL(url);
-  const name = decodeURIComponent(target.pathname.replace(/^\//, ''));
+  const target = parseDatabaseUrl(url);
+  const name = target.database;
   if (!name) throw new Error('DATABASE_URL names no database');
   const probe = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 5 });
   try {
@@ -30,9 +32,7 @@ export async function ensureDatabase(url: string): Promise<boolean> {
   } finally {
     await probe.end({ timeout: 1 });
   }
-  const admin = new URL(url);
-  admin.pathname = '/postgres';
-  const maintenance = postgres(admin.toString(), { max: 1, onnotice: () => {}, connect_timeout: 5 });
+  const maintenance = postgres(target.withDatabase('postgres'), { max: 1, onnotice: () => {}, connect_timeout: 5 });
   try {
     await maintenance.unsafe(`create database "${name.replaceAll('"', '""')}"`);
     return true;
@@ -101,8 +101,7 @@ export async function waitForDatabase(
   url: string,
   opts: { logger?: { warn(obj: object, msg?: string): void }; maxPauseMs?: number; signal?: AbortSignal } = {},
 ): Promise<void> {
-  const where = new URL(url);
-  const name = `${where.hostname}:${where.port || 5432}${where.pathname}`;
+  const name = parseDatabaseUrl(url).describe();
   for (let attempt = 1; ; attempt++) {
     const probe = createSql(url, { max: 1, applicationName: 'quest-rewards-probe', connectTimeout: 5 });
     try {
