@@ -42,6 +42,11 @@ export interface ScenarioResult {
   errors: number;
   /** From the fault's injection until requests succeed again and the work pending at the fault is decided. */
   recoveryMs: number | undefined;
+  /**
+   * Failover scenarios: from the standby's promotion to the first 200 answered to a request sent after
+   * the primary died (so decided on the new primary); undefined when none came.
+   */
+  resumeMs?: number;
   credit?: string;
   violations: string[];
 }
@@ -65,6 +70,15 @@ function recovery(ops: Op[], injectedAt: number, faultEnd: number): number | und
   return end - injectedAt;
 }
 
+/** From `since` to the first 200 answering an attempt sent after `sentAfter`. */
+function firstOkAfter(ops: Op[], sentAfter: number, since: number): number | undefined {
+  let first: number | undefined;
+  for (const op of ops)
+    for (const a of op.attempts)
+      if (a.status === 200 && a.sentAt > sentAfter && (first === undefined || a.at < first)) first = a.at;
+  return first === undefined ? undefined : first - since;
+}
+
 export async function runScenario(
   s: Scenario,
   profile: LoadProfile,
@@ -73,7 +87,12 @@ export async function runScenario(
   dumpDir?: string,
 ): Promise<ScenarioResult> {
   const started = Date.now();
-  const cluster = await Cluster.start({ workers: s.workers, redisPersistence: s.redis, firstWorkerEnv: s.firstWorkerEnv });
+  const cluster = await Cluster.start({
+    workers: s.workers,
+    redisPersistence: s.redis,
+    postgres: s.postgres,
+    firstWorkerEnv: s.firstWorkerEnv,
+  });
   const dir = mkdtempSync(join(tmpdir(), 'quest-chaos-credit-'));
   const unregister = onExitCleanup(() => rmSync(dir, { recursive: true, force: true }));
   try {
@@ -166,11 +185,19 @@ export async function runScenario(
           ops: load.ops.map((o) => ({ ...o, payoutIds: [...o.payoutIds], itemPayouts: undefined, itemRejected: undefined })),
         }),
       );
+    const killed = cluster.marks.get('killed');
+    const promoted = cluster.marks.get('promoted');
+    const resumeMs = killed !== undefined && promoted !== undefined ? firstOkAfter(load.ops, killed, promoted) : undefined;
+    if (promoted !== undefined && resumeMs === undefined)
+      violations.push('no request sent after the primary died was answered 200');
+    if (promoted !== undefined)
+      log(`[${s.name}] first 200 ${resumeMs === undefined ? 'never came' : `${resumeMs} ms after the promotion`}`);
     return {
       name: s.name,
       fault: s.fault,
       ...counts,
       recoveryMs: recovery(load.ops, injectedAt, faultEnd),
+      resumeMs,
       credit: creditNote,
       violations,
     };

@@ -6,6 +6,8 @@ export interface Scenario {
   fault: string;
   workers: number;
   redis: 'aof' | 'none';
+  /** `pair`: a primary and a synchronous standby of the scenario's own (default: one server). */
+  postgres?: 'single' | 'pair';
   firstWorkerEnv?: Record<string, string>;
   /** The quests the clients load (default: all of the cluster's). */
   loadQuests?(c: Cluster): number[];
