@@ -36,6 +36,7 @@ describe('loadApiConfig', () => {
       HTTP_KEEP_ALIVE_TIMEOUT_MS: 5_000,
       HTTP_MAX_CONNECTIONS: 10_000,
       TRUST_PROXY: false,
+      DATABASE_READ_MAX_LAG_MS: 5000,
       DB_STATEMENT_TIMEOUT_MS: 10_000,
     });
   });
