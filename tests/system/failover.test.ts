@@ -10,9 +10,10 @@ import { startRedis } from '@quest/testing/redis';
 import { auditViolations, createAccounts, createOwner, createQuests, revokeApiKey } from '@quest/testing/seed';
 
 /**
- * The short version of `npm run chaos -- --only primary-failover`: a primary and a synchronous
- * standby of the test's own, the API and two workers given both hosts, keyed clients that retry;
- * the primary's processes are SIGKILLed, and once the API reports the database gone the standby is
+ * The short version of `npm run chaos -- --only primary-failover`: a primary, a synchronous standby
+ * and an asynchronous one that is never promoted, all the test's own; the API and two workers given
+ * the three hosts; keyed clients that retry. The primary's processes are SIGKILLed, and once the
+ * API reports the database gone the synchronous standby is
  * promoted. Every acknowledged credit must be on the new primary, once; every 202 decided; the
  * audit clean; no process restarted; and the API's LISTEN for key revocations live again there.
  */
@@ -48,7 +49,7 @@ describe('PostgreSQL failover', () => {
   test('primary SIGKILLed, standby promoted: nothing acknowledged lost, writes resume, revocations still heard', {
     timeout: 120_000,
   }, async () => {
-    const [pair, redis] = await Promise.all([startPostgresPair(), startRedis('aof')]);
+    const [pair, redis] = await Promise.all([startPostgresPair({ asyncStandby: true }), startRedis('aof')]);
     teardown.push(
       () => pair.stop(),
       () => redis.stop(),

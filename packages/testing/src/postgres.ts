@@ -172,18 +172,21 @@ export async function startPostgres(): Promise<PrivatePostgres> {
  * failover faults. With `synchronous: true` (the default) the primary names the standby in
  * `synchronous_standby_names`, so a commit returns only once the standby has it (`synchronous_commit
  * = on`); the standby itself names none, so once promoted it takes writes alone (as Patroni and
- * pg_auto_failover let a primary without a live standby do).
+ * pg_auto_failover let a primary without a live standby do). With `asyncStandby: true` a second,
+ * asynchronous standby is listed between them in `url()`; it is never promoted and, like a standby
+ * whose failover manager has not re-pointed it yet, stays in recovery after the primary is lost.
  */
 export interface PrivatePostgresPair {
   primaryPort: number;
   standbyPort: number;
-  /** Multi-host URL of database `name`: both nodes, `target_session_attrs=read-write`. */
+  asyncStandbyPort: number | undefined;
+  /** Multi-host URL of database `name`: every node, `target_session_attrs=read-write`. */
   url(name: string): string;
   /** URL of database `name` on one node. */
-  nodeUrl(node: 'primary' | 'standby', name: string): string;
+  nodeUrl(node: 'primary' | 'standby' | 'async', name: string): string;
   /** SIGKILL the primary's postmaster and all its processes (a lost machine). */
   killPrimary(): Promise<void>;
-  /** `pg_ctl promote -w` the standby: it leaves recovery and takes writes. */
+  /** `pg_ctl promote -w` the (synchronous) standby: it leaves recovery and takes writes. */
   promoteStandby(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -191,11 +194,32 @@ export interface PrivatePostgresPair {
 /** The walreceiver's application_name: `cluster_name` when primary_conninfo names none. */
 const STANDBY_NAME = 'quest_standby';
 
-export async function startPostgresPair(opts: { synchronous?: boolean } = {}): Promise<PrivatePostgresPair> {
+export async function startPostgresPair(
+  opts: { synchronous?: boolean; asyncStandby?: boolean } = {},
+): Promise<PrivatePostgresPair> {
   const synchronous = opts.synchronous ?? true;
   const primary = await makeNode();
   const standby = await makeNode();
-  const unregister = [onExitCleanup(cleanupNode(primary)), onExitCleanup(cleanupNode(standby))];
+  const async = opts.asyncStandby ? await makeNode() : undefined;
+  const nodes = [primary, standby, ...(async ? [async] : [])];
+  const unregister = nodes.map((n) => onExitCleanup(cleanupNode(n)));
+  const startStandby = async (node: Node, name: string) => {
+    // -R writes standby.signal and primary_conninfo; -X stream copies the WAL written meanwhile.
+    await pg(
+      'pg_basebackup',
+      ['-h', '127.0.0.1', '-p', String(primary.port), '-U', 'postgres', '-D', node.data, '-R', '-X', 'stream', '--no-sync'],
+      120_000,
+    );
+    await pgCtlStart(
+      node,
+      serverOptions(node, [
+        `-c cluster_name=${name}`,
+        "-c synchronous_standby_names=''",
+        '-c hot_standby=on',
+        '-c wal_receiver_status_interval=1s',
+      ]),
+    );
+  };
   try {
     await pg('initdb', ['-D', primary.data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8', '--locale=C']);
     await pgCtlStart(
@@ -206,42 +230,35 @@ export async function startPostgresPair(opts: { synchronous?: boolean } = {}): P
         `-c synchronous_standby_names='${synchronous ? STANDBY_NAME : ''}'`,
         '-c synchronous_commit=on',
         '-c wal_sender_timeout=5s',
+        // Two base backups at once: each one's checkpoint must not recycle WAL the other still streams.
+        '-c wal_keep_size=256MB',
       ]),
     );
-    // -R writes standby.signal and primary_conninfo; -X stream copies the WAL written meanwhile.
-    await pg(
-      'pg_basebackup',
-      ['-h', '127.0.0.1', '-p', String(primary.port), '-U', 'postgres', '-D', standby.data, '-R', '-X', 'stream', '--no-sync'],
-      120_000,
-    );
-    await pgCtlStart(
-      standby,
-      serverOptions(standby, [
-        `-c cluster_name=${STANDBY_NAME}`,
-        "-c synchronous_standby_names=''",
-        '-c hot_standby=on',
-        '-c wal_receiver_status_interval=1s',
-      ]),
-    );
+    await Promise.all([startStandby(standby, STANDBY_NAME), ...(async ? [startStandby(async, 'quest_async')] : [])]);
   } catch (err) {
-    await Promise.all([stopNode(primary), stopNode(standby)]);
+    await Promise.all(nodes.map(stopNode));
     for (const u of unregister) u();
     throw err;
   }
-  const nodeUrl = (node: 'primary' | 'standby', name: string) =>
-    `postgres://postgres@127.0.0.1:${(node === 'primary' ? primary : standby).port}/${name}`;
+  const nodeUrl = (node: 'primary' | 'standby' | 'async', name: string) => {
+    const n = node === 'primary' ? primary : node === 'standby' ? standby : async;
+    if (!n) throw new Error('no asynchronous standby: start the pair with asyncStandby: true');
+    return `postgres://postgres@127.0.0.1:${n.port}/${name}`;
+  };
+  // The async standby between the two: a connection that loses the primary meets it first.
+  const hosts = [primary, ...(async ? [async] : []), standby].map((n) => `127.0.0.1:${n.port}`).join(',');
   return {
     primaryPort: primary.port,
     standbyPort: standby.port,
-    url: (name) =>
-      `postgres://postgres@127.0.0.1:${primary.port},127.0.0.1:${standby.port}/${name}?target_session_attrs=read-write`,
+    asyncStandbyPort: async?.port,
+    url: (name) => `postgres://postgres@${hosts}/${name}?target_session_attrs=read-write`,
     nodeUrl,
     killPrimary: () => killNode(primary),
     promoteStandby: async () => {
       await pg('pg_ctl', ['promote', '-D', standby.data, '-w', '-t', '60']);
     },
     async stop() {
-      await Promise.all([stopNode(primary), stopNode(standby)]);
+      await Promise.all(nodes.map(stopNode));
       for (const u of unregister) u();
     },
   };

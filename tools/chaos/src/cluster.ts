@@ -30,7 +30,10 @@ export interface ClusterOptions {
   /** Extra environment of the first worker process. */
   firstWorkerEnv?: Record<string, string>;
   redisPersistence: 'aof' | 'none';
-  /** `pair`: a primary and a synchronous standby, every process given both hosts (a multi-host DATABASE_URL). */
+  /**
+   * `pair`: a primary, a synchronous standby and an asynchronous one that is never promoted, every
+   * process given all three hosts (a multi-host DATABASE_URL).
+   */
   postgres?: 'single' | 'pair';
   env?: Record<string, string>;
 }
@@ -88,7 +91,7 @@ export class Cluster {
   static async start(opts: ClusterOptions): Promise<Cluster> {
     const [db, redis] = await Promise.all([
       opts.postgres === 'pair'
-        ? startPostgresPair().then((pair) => ({ kind: 'pair' as const, pair }))
+        ? startPostgresPair({ asyncStandby: true }).then((pair) => ({ kind: 'pair' as const, pair }))
         : startPostgres().then((pg) => ({ kind: 'single' as const, pg })),
       startRedis(opts.redisPersistence),
     ]);
