@@ -28,6 +28,9 @@ interface Op {
   okAt?: number;
 }
 
+/** Three processes start at once (tsx compiles each): generous for a loaded 2-core machine. */
+const START_MS = 90_000;
+
 const teardown: (() => Promise<unknown>)[] = [];
 afterAll(async () => {
   for (const t of teardown.reverse()) await t().catch(() => {});
@@ -85,12 +88,12 @@ describe('PostgreSQL failover', () => {
       return p;
     };
     const [api, ...workers] = await Promise.all([
-      startApiProcess(env).then((a) => {
+      startApiProcess(env, undefined, START_MS).then((a) => {
         track(a.process);
         return a;
       }),
-      startWorker({ ...env, WORKER_ID: 'w1' }, 60_000).then(track),
-      startWorker({ ...env, WORKER_ID: 'w2' }, 60_000).then(track),
+      startWorker({ ...env, WORKER_ID: 'w1' }, START_MS).then(track),
+      startWorker({ ...env, WORKER_ID: 'w2' }, START_MS).then(track),
     ]);
     for (const w of workers) expect(w!.output()).toContain('confirms every commit on a synchronous standby');
 
