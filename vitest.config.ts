@@ -23,6 +23,9 @@ export default defineConfig({
         test: {
           name: 'integration',
           env: NO_ENV_FILE,
+          // Bundles the API, worker and quest-admin once, so the processes tests start run as
+          // in production, without tsx's start-up cost (see serviceEntry in @quest/testing).
+          globalSetup: ['tests/global-setup.ts'],
           include: [
             'packages/*/test/**/*.test.ts',
             'apps/*/test/**/*.test.ts',

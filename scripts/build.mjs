@@ -5,7 +5,8 @@
 // third-party packages stay external and load from node_modules as usual, because some of them
 // read their own files at run time (e.g. @fastify/swagger-ui's static assets). Running the bundle
 // with plain `node` instead of through tsx's run-time transpiler saves about 70 MB of RSS per
-// process and most of the start-up time. Development and tests still run the TypeScript directly.
+// process and most of the start-up time. Development runs the TypeScript directly; tests bundle once
+// (tests/global-setup.ts) and start the bundles while they are as fresh as the sources.
 import { build } from 'esbuild';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';

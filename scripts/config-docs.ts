@@ -184,6 +184,13 @@ environment (default: the local servers, or testcontainers when a Docker engine 
 neither is set; each test file makes its own database and key prefix), and \`FUZZ_RUNS\` (default
 150) sets the cases per property of the API fuzz test. The tests start their processes with
 \`ENV_FILE=/dev/null\`.
+Both URLs may carry credentials and options, and the Redis URL a database index: every URL the
+tests, the bench and the fault proxies derive from them (another database, a proxy's port) keeps
+the user, password, index and options (\`packages/config/src/urls.ts\`). For a Redis with
+\`requirepass\` on database 7 and a PostgreSQL user with a password (it needs \`CREATEDB\`; the URL
+names the maintenance database \`postgres\`):
+\`TEST_REDIS_URL=redis://:secret@127.0.0.1:6379/7 TEST_DATABASE_URL=postgres://quest:secret@127.0.0.1:5432/postgres npm test\`.
+A password with \`@\`, \`:\` or \`/\` in it is percent-encoded (\`p%40ss\`).
 `;
 
 /** The whole page, as \`npm run docs:config\` writes it. */

@@ -50,6 +50,8 @@ describe('allowScripts in package.json', () => {
       'msgpackr-extract': false,
       // testcontainers → dockerode → protobufjs: the script only prints a version-scheme notice.
       protobufjs: false,
+      // @stoplight/spectral-* (the OpenAPI lint test) → @scarf/scarf: install analytics, nothing the package needs.
+      '@scarf/scarf': false,
     });
   });
 });

@@ -184,11 +184,18 @@ describe('@quest/client against the service', () => {
       expect(outcomes.every((o) => o.kind === 'payout' && o.payout.amount === 3 && !o.replayed)).toBe(true);
       expect(await refused).toMatchObject({ kind: 'rejection', code: 'ACCOUNT_NOT_FOUND', replayed: false });
       expect(await batched).toBe(rows.length);
-      // One key per credit, each sent once (nothing was retried), and every POST answered 202.
+      // One key per credit (21) and per batch (7), every one accepted with a 202. On a loaded machine
+      // the API may answer a POST 503 (Redis slower than its deadline): the client then sends the
+      // same key again, so an attempt before the 202 may exist, and only a retryable one.
       const posts = seen.filter((s) => s.method === 'POST');
-      expect(posts.filter((s) => s.path.endsWith(`/quests/${questId}`))).toHaveLength(21);
-      expect(new Set(posts.map((s) => s.key)).size).toBe(posts.length);
-      expect(posts.map((s) => s.status)).toEqual(Array(21 + 7).fill(202));
+      const byKey = new Map<string | null, typeof posts>();
+      for (const p of posts) byKey.set(p.key, [...(byKey.get(p.key) ?? []), p]);
+      expect(byKey.size).toBe(21 + 7);
+      expect(new Set(posts.filter((s) => s.path.endsWith(`/quests/${questId}`)).map((s) => s.key)).size).toBe(21);
+      for (const [key, attempts] of byKey) {
+        expect(attempts.at(-1)!.status, String(key)).toBe(202);
+        for (const a of attempts.slice(0, -1)) expect([429, 503], String(key)).toContain(a.status);
+      }
       const sum = 20 * 3 + rows.reduce((t, r) => t + r.points, 0);
       expect(await ledger(database.sql, questId)).toEqual({ n: 2500, sum, doubles: 0 });
       expect(await auditViolations(database.sql)).toEqual([]);

@@ -11,6 +11,7 @@ import {
   auditViolations,
   createAccounts,
   REPO_ROOT,
+  serviceEntry,
   startApiProcess,
   startProcess,
   systemTest,
@@ -26,7 +27,7 @@ import { MAX_ATTEMPTS } from '../../apps/admin/src/commands/credit.ts';
  */
 
 const BIN = 'apps/admin/bin/quest-admin.js';
-const ROWS = 20_000;
+const ROWS = 5_000;
 
 const test = systemTest({ workers: 1, partitions: 4, env: { JOB_RETENTION_SECONDS: '600' } })
   .extend('asyncApiUrl', { scope: 'file' }, async ({ system }, { onCleanup }) => {
@@ -152,25 +153,25 @@ async function failedRowsOf(path: string): Promise<string[][]> {
 }
 
 describe('quest-admin credit', () => {
-  test('credits a 20,000-row CSV: counts match the database, one payout per row, failed rows listed with their codes', {
+  test('credits a 5,000-row CSV: counts match the database, one payout per row, failed rows listed with their codes', {
     timeout: 120_000,
   }, async ({ system, database, owner, makeQuest, dir }) => {
     const { sql } = database;
     const accounts = await createAccounts(sql, ROWS);
-    const unknown = (i: number) => i < 15_000 && i % 1000 === 500;
-    const huge = (i: number) => i < 15_000 && i % 2500 === 1234;
+    const unknown = (i: number) => i < 3_750 && i % 250 === 125;
+    const huge = (i: number) => i < 3_750 && i % 625 === 309;
     const rows: Row[] = accounts.map((address, i) => ({
       address: unknown(i) ? testAddress(0x7000_0000 + i) : address,
       points: huge(i) ? '1000000000000' : String(1 + (i % 7)),
     }));
     rows[100] = { address: 'not-an-address', points: '5' };
-    rows[7777] = { address: accounts[7777]!, points: '0' };
-    rows[12_345] = { address: accounts[12_345]!.toLowerCase(), points: '1.5' };
-    // The budget covers exactly the creditable rows among the first 19,000: every later row is
+    rows[1944] = { address: accounts[1944]!, points: '0' };
+    rows[3086] = { address: accounts[3086]!.toLowerCase(), points: '1.5' };
+    // The budget covers exactly the creditable rows among the first 4,750: every later row is
     // over budget, which holds only if batches are decided in file order.
     const known = new Set<string>(accounts);
     let total = 0;
-    for (const o of expectedOutcomes(rows.slice(0, 19_000), Number.MAX_SAFE_INTEGER, known)) {
+    for (const o of expectedOutcomes(rows.slice(0, 4_750), Number.MAX_SAFE_INTEGER, known)) {
       if (o.code === null) total += Number(o.points);
     }
     const questId = await makeQuest({ totalPoints: total });
@@ -182,7 +183,7 @@ describe('quest-admin credit', () => {
 
     const file = await writeCsv(dir, 'twenty-thousand.csv', rows);
     // 20 batches, 4 in flight: the budget runs out inside batch 19 only if batches are decided in file order.
-    const BATCH_SIZE = 1000;
+    const BATCH_SIZE = 250;
     const result = await cli(
       database.url,
       creditArgs({
@@ -233,12 +234,12 @@ describe('quest-admin credit', () => {
     const accounts = await createAccounts(sql, ROWS);
     const rows: Row[] = accounts.map((address, i) => ({ address, points: String(1 + (i % 5)) }));
     rows[3] = { address: '0xzz', points: '1' };
-    rows[15_000] = { address: accounts[15_000]!, points: '-2' };
-    const valid = rows.filter((_, i) => i !== 3 && i !== 15_000);
+    rows[3_750] = { address: accounts[3_750]!, points: '-2' };
+    const valid = rows.filter((_, i) => i !== 3 && i !== 3_750);
     const validSum = valid.reduce((t, r) => t + Number(r.points), 0);
     const questId = await makeQuest({ totalPoints: 1_000_000_000 });
     const file = await writeCsv(dir, 'interrupted.csv', rows);
-    const BATCH_SIZE = 1000;
+    const BATCH_SIZE = 250;
     const batches = batchCount(valid.length, BATCH_SIZE);
     const args = (baseUrl: string, batchSize = BATCH_SIZE, concurrency = 4) =>
       creditArgs({
@@ -307,7 +308,7 @@ describe('quest-admin credit', () => {
     await exactlyOnce();
     expect(await failedRowsOf(`${file}.failed.csv`)).toEqual([
       ['5', '0xzz', '1', 'INVALID_ROW'],
-      ['15002', accounts[15_000], '-2', 'INVALID_ROW'],
+      ['3752', accounts[3_750], '-2', 'INVALID_ROW'],
     ]);
 
     // Run 3, through the 202 API: every batch replays its stored results; nothing new is credited,
@@ -321,10 +322,13 @@ describe('quest-admin credit', () => {
       args(system.baseUrl).filter((a) => a !== '--json'),
     );
     expect(thirdText.code, thirdText.stderr).toBe(3);
+    const n = valid.length.toLocaleString('en-US');
     expect(thirdText.stdout).toMatch(
-      /^Nothing new credited: .*interrupted\.csv was already credited to quest \d+ \(19,998 rows replayed\)/,
+      new RegExp(`^Nothing new credited: .*interrupted\\.csv was already credited to quest \\d+ \\(${n} rows replayed\\)`),
     );
-    expect(thirdText.stdout).toMatch(/succeeded +19,998: 19,998 already credited before \(replayed\), 0 newly credited/);
+    expect(thirdText.stdout).toMatch(
+      new RegExp(`succeeded +${n}: ${n} already credited before \\(replayed\\), 0 newly credited`),
+    );
     await exactlyOnce();
 
     // Another batch size would cut other batches: refused on batch 1, nothing credited twice; the
@@ -339,7 +343,7 @@ describe('quest-admin credit', () => {
     // Batch 1 holds the first 999 valid rows: CSV lines 2 to 1,001 (line 5 is invalid).
     expect(other.stderr).toMatch(
       new RegExp(
-        `^error: batch 1 \\(CSV lines 2–1,001\\) was refused with 400 IDEMPOTENCY_KEY_REUSED: .* re-run with --batch-size ${BATCH_SIZE} \\(nothing was credited twice\\)$`,
+        `^error: batch 1 \\(CSV lines 2–251\\) was refused with 400 IDEMPOTENCY_KEY_REUSED: .* re-run with --batch-size ${BATCH_SIZE} \\(nothing was credited twice\\)$`,
         'm',
       ),
     );
@@ -393,7 +397,7 @@ describe('quest-admin credit', () => {
       );
       await vi.waitFor(() => expect(run.stderr()).toMatch(retrying), { timeout: 30_000, interval: 20 });
       api = await startProcess(
-        'apps/api/src/server.ts',
+        serviceEntry('api'),
         { ...system.env, PORT: new URL(first.baseUrl).port },
         /Server listening at http:\/\/127\.0\.0\.1:\d+/,
       );

@@ -14,9 +14,14 @@ import {
   systemTest,
   unfinishedJobs,
 } from '@quest/testing';
+import { firstAddress, withAddress } from '@quest/config/urls';
 
-/** A TCP proxy to the real Redis that the test can cut, so no shared server is ever stopped. */
-function redisProxy(target: URL) {
+/**
+ * A TCP proxy to the real Redis that the test can cut, so no shared server is ever stopped. Its URL
+ * is the target's with the proxy's address: the password and database index stay.
+ */
+function redisProxy(targetUrl: string) {
+  const target = firstAddress(targetUrl, 6379);
   const sockets = new Set<net.Socket>();
   let server: net.Server | undefined;
   let port = 0;
@@ -27,7 +32,7 @@ function redisProxy(target: URL) {
     open: () =>
       new Promise<void>((resolve) => {
         server = net.createServer((client) => {
-          const upstream = net.connect(Number(target.port || 6379), target.hostname);
+          const upstream = net.connect(target.port, target.host);
           sockets.add(client).add(upstream);
           client.pipe(upstream).pipe(client);
           const close = () => {
@@ -45,7 +50,7 @@ function redisProxy(target: URL) {
         });
       }),
     get url() {
-      return `redis://127.0.0.1:${port}`;
+      return withAddress(targetUrl, '127.0.0.1', port);
     },
     async cut() {
       const closed = new Promise<void>((resolve) => server!.close(() => resolve()));
@@ -59,7 +64,7 @@ function redisProxy(target: URL) {
 const test = systemTest({ workers: 1, partitions: 4 })
   // The API reaches Redis through the proxy; the workers keep their direct connection.
   .extend('proxy', { scope: 'file' }, async ({ system }, { onCleanup }) => {
-    const proxy = redisProxy(new URL(system.redis.url));
+    const proxy = redisProxy(system.redis.url);
     await proxy.open();
     onCleanup(async () => {
       if (proxy.listening) await proxy.cut();

@@ -92,11 +92,13 @@ describe('GET /metrics', () => {
 
     // Decided now (retried while a loaded machine answers 202 instead).
     let decidedRequestId = '';
+    let payoutId = '';
     await vi.waitFor(
       async () => {
         const ok = await post(system, `/quests/${questId}`, { points: 1, address: accounts[2] }, headers);
         expect(ok.status).toBe(200);
         decidedRequestId = ok.headers.get('x-request-id')!;
+        payoutId = ok.body.payout.id;
       },
       { timeout: 30_000, interval: 100 },
     );
@@ -135,6 +137,23 @@ describe('GET /metrics', () => {
       { timeout: 30_000, interval: 100 },
     );
 
+    // A reversal of that payout (its key replays it if a loaded machine answered 202 first).
+    await vi.waitFor(
+      async () => {
+        const reversed = await post(
+          system,
+          `/quests/${questId}/payouts/${payoutId}/reversals`,
+          {},
+          {
+            ...headers,
+            'idempotency-key': 'metrics-reversal',
+          },
+        );
+        expect(reversed.status).toBe(200);
+      },
+      { timeout: 30_000, interval: 100 },
+    );
+
     const m = await api();
     const route = '/quests/:questId';
     expect(m.sum('quest_http_requests_total', { route, method: 'POST', status: '200' })).toBeGreaterThan(0);
@@ -144,6 +163,7 @@ describe('GET /metrics', () => {
     expect(m.sum('quest_allocations_total', { outcome: 'rejected', code: 'INSUFFICIENT_POINTS' })).toBeGreaterThan(0);
     expect(m.sum('quest_batch_items_total', { outcome: 'pending' })).toBeGreaterThan(0);
     expect(m.sum('quest_batch_items_total', { outcome: 'completed' })).toBeGreaterThan(0);
+    expect(m.sum('quest_reversals_total', { outcome: 'reversed' })).toBeGreaterThan(0);
     expect(m.families).toContain('quest_rate_limited_total');
     expect(m.values('quest_db_pool_connections', { state: 'max' })).toEqual([4]);
     expect(m.sum('quest_db_pool_connections', { state: 'active' })).toBeGreaterThan(0);

@@ -208,3 +208,62 @@ export async function openCreditCsv(path: string): Promise<CreditCsv> {
     rows: rows(),
   };
 }
+
+/** One data row of a CSV read by its header's column names: the cells asked for, trimmed ('' when absent). */
+export interface ColumnsCsvRow<C extends string> {
+  /** 1-based line number on which the row ends (the header is line 1). */
+  line: number;
+  cells: Record<C, string>;
+  /** Bytes of the file parsed up to the end of this row (for progress). */
+  bytes: number;
+}
+
+/**
+ * Stream a CSV whose header names the `required` columns (and maybe the `optional` ones): any order,
+ * any case, other columns ignored. Like openCreditCsv, one pass, memory at the parser's buffer.
+ */
+export async function openColumnsCsv<R extends string, O extends string = never>(
+  path: string,
+  columns: { required: readonly R[]; optional?: readonly O[] },
+): Promise<{ size: number; rows: AsyncIterable<ColumnsCsvRow<R | O>> }> {
+  const size = await inputFileSize(path);
+  const wanted: readonly (R | O)[] = [...columns.required, ...(columns.optional ?? [])];
+  const expected = columns.required.map((c) => `"${c}"`).join(' and ');
+  async function* rows(): AsyncGenerator<ColumnsCsvRow<R | O>> {
+    const source = createReadStream(path, { highWaterMark: 1 << 18 });
+    const numbered = new NumberedParser({ bom: true, trim: true, skip_empty_lines: true, relax_column_count: true });
+    const parser = source.pipe(numbered);
+    source.on('error', (error) => parser.destroy(error));
+    let index: number[] | undefined;
+    try {
+      for await (const { record, line, bytes } of parser as AsyncIterable<{ record: string[]; line: number; bytes: number }>) {
+        if (!index) {
+          const names = record.map((name) => name.trim().toLowerCase());
+          index = wanted.map((c) => names.indexOf(c));
+          if (columns.required.some((_, i) => index![i]! < 0)) {
+            throw new CliError(
+              'INVALID_CSV',
+              `${path}: the first line must be a header with ${expected} ${columns.required.length > 1 ? 'columns' : 'column'} (got: ${record.join(',').slice(0, 200)})`,
+            );
+          }
+          continue;
+        }
+        const cells = {} as Record<R | O, string>;
+        wanted.forEach((c, i) => {
+          cells[c] = index![i]! < 0 ? '' : (record[index![i]!] ?? '');
+        });
+        yield { line, cells, bytes };
+      }
+    } catch (error) {
+      if ((error as { code?: string }).code === 'CSV_QUOTE_NOT_CLOSED') {
+        const line = await startLineOfRecordAfter(path, numbered.lastLine, numbered.lastBytes);
+        throw new CliError('INVALID_CSV', `${path}: line ${line}: a quote opened on this line is never closed`);
+      }
+      throw asCliError(path, error);
+    } finally {
+      source.destroy();
+    }
+    if (!index) throw new CliError('INVALID_CSV', `${path}: the file is empty; expected a header line with ${expected}`);
+  }
+  return { size, rows: rows() };
+}

@@ -1,7 +1,7 @@
 import { CommanderError } from 'commander';
 import { ConfigError, loadEnvironment } from '@quest/config';
+import { describeUrl } from '@quest/config/urls';
 import { isAdminError } from '@quest/db/admin-errors';
-import { parseDatabaseUrl } from '@quest/db/url';
 import { CliError, type CommandOutput, Context, EXIT, type Io } from './context.ts';
 import { loadAdminConfig } from './env.ts';
 import { buildProgram } from './program.ts';
@@ -25,11 +25,7 @@ const MAX_MESSAGE = 300;
 
 /** Where the database is, for messages: never the password. */
 function describeDatabase(url: string): string {
-  try {
-    return parseDatabaseUrl(url).describe();
-  } catch {
-    return 'the configured database';
-  }
+  return describeUrl(url, 'the configured database');
 }
 
 /** One readable line and a stable code for any failure; stack traces are for bugs in development. */

@@ -19,6 +19,7 @@ import {
 import { accountCreate, accountImport } from './commands/accounts.ts';
 import { auditCommand } from './commands/audit.ts';
 import { registerCreditCommand } from './commands/credit.ts';
+import { registerPayoutsCommand } from './commands/payouts.ts';
 import { demo } from './commands/demo.ts';
 import { featuresSet, featuresShow } from './commands/features.ts';
 import { accountList, campaignList, DEFAULT_LIST_LIMIT, keyList, ownerList, questList } from './commands/lists.ts';
@@ -211,7 +212,7 @@ export function buildProgram(ctx: Context, emit: (output: CommandOutput) => void
   program
     .command('audit')
     .description(
-      'Check the ledger: per quest total = remaining + paid out, per account balance = paid in, nothing negative; exit 1 on any violation',
+      'Check the ledger: per quest total = remaining + paid out - reversed, per account balance = paid in - reversed, no payout reversed beyond its amount, nothing negative; exit 1 on any violation',
     )
     .action(() => run(() => auditCommand(ctx)));
 
@@ -225,6 +226,7 @@ export function buildProgram(ctx: Context, emit: (output: CommandOutput) => void
     });
 
   registerCreditCommand(program, ctx, run);
+  registerPayoutsCommand(program, ctx, run);
 
   program
     .command('status')

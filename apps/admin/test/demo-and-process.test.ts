@@ -168,7 +168,7 @@ describe('the quest-admin process', () => {
     );
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toMatch(/^Usage: quest-admin \[options\] \[command\]/);
-    for (const command of ['owner', 'key', 'account', 'campaign', 'quest', 'features', 'audit', 'demo', 'credit', 'status']) {
+    for (const command of ['owner', 'key', 'account', 'campaign', 'quest', 'features', 'audit', 'demo', 'credit', 'payouts', 'status']) {
       expect(result.stdout).toMatch(new RegExp(`\\n {2}${command} `));
     }
   });

@@ -91,7 +91,7 @@ describe('quest-admin audit', () => {
     expect(ok.code, ok.stderr).toBe(0);
     expect(jsonOf(ok)).toEqual({
       ok: true,
-      checked: { quests: 2, accounts: 2, payouts: 3, pointsPaidOut: 47 },
+      checked: { quests: 2, accounts: 2, payouts: 3, pointsPaidOut: 47, reversals: 0, pointsReversed: 0 },
       violations: { quests: 0, accounts: 0, payouts: 0 },
       quests: [],
       accounts: [],
@@ -115,15 +115,18 @@ describe('quest-admin audit', () => {
         totalPoints: 1000,
         pointsRemaining: 957,
         paidOut: 42,
+        reversed: 0,
         discrepancy: 1,
-        problems: ['total_points <> points_remaining + sum(payouts)'],
+        problems: ['total_points <> points_remaining + sum(payouts) - sum(reversals)'],
       },
     ]);
     const brokenText = await cli('audit');
     expect(brokenText.code).toBe(1);
     expect(brokenText.stdout).toMatch(/^Audit FAILED: 1 quest, 0 accounts, 0 payouts break the ledger invariants/);
     expect(brokenText.stdout).toMatch(
-      new RegExp(`\\n +${quest.id} +1000 +957 +42 +1 +total_points <> points_remaining \\+ sum\\(payouts\\)\\n`),
+      new RegExp(
+        `\\n +${quest.id} +1000 +957 +42 +0 +1 +total_points <> points_remaining \\+ sum\\(payouts\\) - sum\\(reversals\\)\\n`,
+      ),
     );
 
     await sql`update quests set points_remaining = points_remaining + 1 where id = ${quest.id}`;
@@ -135,7 +138,15 @@ describe('quest-admin audit', () => {
       violations: { quests: 0, accounts: 1, payouts: 0 },
       quests: [],
       accounts: [
-        { accountId: bob.id, pass: bob.pass, balance: 15, paidIn: 12, discrepancy: 3, problems: ['balance <> sum(payouts)'] },
+        {
+          accountId: bob.id,
+          pass: bob.pass,
+          balance: 15,
+          paidIn: 12,
+          reversed: 0,
+          discrepancy: 3,
+          problems: ['balance <> sum(payouts) - sum(reversals)'],
+        },
       ],
     });
     const accountText = await cli('audit');

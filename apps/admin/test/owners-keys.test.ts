@@ -193,7 +193,9 @@ describe('quest-admin key create / revoke', () => {
 });
 
 describe('quest-admin owner list / key list', () => {
-  it('lists owners and keys page by page (json), never showing a key, and continues with --after', async () => {
+  it('lists owners and keys page by page (json), never showing a key, and continues with --after', {
+    timeout: 120_000,
+  }, async () => {
     const created: any[] = [];
     for (let i = 0; i < 3; i++) {
       created.push(jsonOf(await cli('owner', 'create', '--name', `Listed ${i}`, '--pass', `0x${randomHex()}`, '--json')));

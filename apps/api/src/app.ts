@@ -11,14 +11,19 @@ import { registerRateLimits } from './rate-limits.ts';
 import { requestIdFor } from './request-id.ts';
 import { allocateRoute } from './routes/allocate.ts';
 import { createBatchRoute } from './routes/create-batch.ts';
+import { createReversalRoute } from './routes/create-reversal.ts';
 import { getAllocationRoute } from './routes/get-allocation.ts';
 import { getBatchRoute } from './routes/get-batch.ts';
 import { getCampaignRoute } from './routes/get-campaign.ts';
+import { getPayoutRoute } from './routes/get-payout.ts';
 import { getQuestRoute } from './routes/get-quest.ts';
 import { getQuestsRoute } from './routes/get-quests.ts';
+import { getReversalRoute } from './routes/get-reversal.ts';
+import { listPayoutsRoute } from './routes/list-payouts.ts';
 import { healthRoutes } from './routes/health.ts';
 import { AllocationService } from './services/allocations.ts';
 import { BatchService } from './services/batches.ts';
+import { ReversalService } from './services/reversals.ts';
 import type { ApiConfig, ApiDeps, RouteDeps } from './types.ts';
 import { QuestAuthorizer } from './auth.ts';
 import { DomainError, ID_PARAM_MAX_LENGTH } from '@quest/domain';
@@ -119,6 +124,7 @@ export async function buildApp(config: ApiConfig, given: ApiDeps): Promise<Fasti
     ownerItems,
     allocations: new AllocationService({ sql, allocator, idempotency }),
     batches: new BatchService({ sql, allocator, idempotency, waitMs: config.BATCH_WAIT_MS }),
+    reversals: new ReversalService({ sql, allocator, idempotency }),
   };
   await app.register(healthRoutes, { deps });
   await app.register(getQuestsRoute, { deps });
@@ -128,6 +134,10 @@ export async function buildApp(config: ApiConfig, given: ApiDeps): Promise<Fasti
   await app.register(getAllocationRoute, { deps });
   await app.register(createBatchRoute, { deps });
   await app.register(getBatchRoute, { deps });
+  await app.register(listPayoutsRoute, { deps });
+  await app.register(getPayoutRoute, { deps });
+  await app.register(createReversalRoute, { deps });
+  await app.register(getReversalRoute, { deps });
 
   return app as unknown as FastifyInstance;
 }

@@ -68,18 +68,29 @@ export const apiEnvSchema = z.object({
   RATE_LIMIT_WINDOW_MS: intVar(60_000, 1000, 3_600_000).meta({
     description: 'Length of every rate-limit window (fixed windows, counted in Redis and shared by all API processes).',
   }),
-  RATE_LIMIT_ADDRESS_MAX: intVar(1_000_000, 1, 1_000_000_000).meta({
-    description: 'Requests per client address per window, on every route but `/healthz`.',
-  }),
-  RATE_LIMIT_KEY_MAX: intVar(1_000_000, 1, 1_000_000_000).meta({
-    description: 'Requests per API key per window.',
-  }),
-  RATE_LIMIT_OWNER_ITEMS_MAX: intVar(10_000_000, 1, 1_000_000_000).meta({
-    description: 'Allocation items per owner per window (a single allocation is 1, a batch its item count).',
-  }),
-  RATE_LIMIT_AUTH_FAILURES_MAX: intVar(10_000, 1, 1_000_000_000).meta({
+  RATE_LIMIT_ADDRESS_MAX: intVar(90_000, 1, 1_000_000_000).meta({
     description:
-      "Requests answered `INVALID_API_KEY` per client address per window; beyond it, that address's keyed requests get 429.",
+      'Requests per client address per window, on every route but `/healthz`. Default: 1,500/s over the default ' +
+      'minute, about what one API process serves (1,400–1,700 allocations/s measured on 2 cores, ' +
+      '[performance](performance.md)), so one address cannot take more than a whole process; raise it for clients ' +
+      'behind one NAT or proxy (see `TRUST_PROXY`).',
+  }),
+  RATE_LIMIT_KEY_MAX: intVar(60_000, 1, 1_000_000_000).meta({
+    description:
+      'Requests per API key per window. Default: 1,000/s over the default minute, two thirds of what one API ' +
+      'process serves, so a single runaway key leaves room for the others on the smallest deployment.',
+  }),
+  RATE_LIMIT_OWNER_ITEMS_MAX: intVar(1_500_000, 1, 1_000_000_000).meta({
+    description:
+      'Allocation items per owner per window (a single allocation is 1, a batch its item count). Default: 25,000/s ' +
+      "over the default minute, the ledger's measured bulk-apply rate on 2 cores: an owner's batches may use all of " +
+      'it, not queue more than it can decide.',
+  }),
+  RATE_LIMIT_AUTH_FAILURES_MAX: intVar(100, 1, 1_000_000_000).meta({
+    description:
+      "Requests answered `INVALID_API_KEY` per client address per window; beyond it, that address's keyed requests " +
+      'get 429. Default 100 per minute: far more than a client with a mistyped key makes, and it holds a guesser to ' +
+      '100 tries a minute per address.',
   }),
   HTTP_HEADERS_TIMEOUT_MS: intVar(10_000, 100, 600_000).meta({
     description: "A request's headers must arrive within this (a slowloris trickling its headers is cut off).",

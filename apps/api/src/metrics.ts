@@ -33,9 +33,16 @@ export const allocations = new Counter({
   registers: [registry],
 });
 
+export const reversals = new Counter({
+  name: 'quest_reversals_total',
+  help: 'Answers of POST /quests/{questId}/payouts/{payoutId}/reversals: reversed, rejected (code = rejection code), failed, or pending (202).',
+  labelNames: ['outcome', 'code'] as const,
+  registers: [registry],
+});
+
 export const replyFallbacks = new Counter({
   name: 'quest_reply_fallback_items_total',
-  help: "Allocations whose wait ended without the worker's reply, by why (timeout, lost: the reply stream vanished, unreadable) and how they were answered (decided: found in PostgreSQL; pending: 202 or a failed job).",
+  help: "Allocations and reversals whose wait ended without the worker's reply, by why (timeout, lost: the reply stream vanished, unreadable) and how they were answered (decided: found in PostgreSQL; pending: 202 or a failed job).",
   labelNames: ['reason', 'result'] as const,
   registers: [registry],
 });
@@ -161,6 +168,11 @@ export const metricsPlugin = fp(metrics, { name: 'quest-metrics' });
 /** Count one answer of POST /quests/{questId}. */
 export function countAllocation(result: { status: string; code?: string }): void {
   allocations.inc({ outcome: result.status, code: result.status === 'rejected' ? (result.code ?? '') : '' });
+}
+
+/** Count one answer of POST /quests/{questId}/payouts/{payoutId}/reversals. */
+export function countReversal(result: { status: string; code?: string }): void {
+  reversals.inc({ outcome: result.status, code: result.status === 'rejected' ? (result.code ?? '') : '' });
 }
 
 /** Count the items of one answer of POST /quests/{questId}/batches by how they ended (as answered). */

@@ -1,4 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
@@ -46,6 +49,37 @@ function presentedToken(header: string | undefined): string | undefined {
 const refuse = (request: FastifyRequest, reply: FastifyReply, error: DomainError) => sendError(request, reply, mapError(error));
 
 /**
+ * The console's fonts (IBM Plex, as bull-board's page asks for them), served by the API itself:
+ * bull-board's page links them from Google Fonts, which fails offline and tells a third party
+ * every operator's address. Latin subsets, from the @fontsource packages, read once at start-up.
+ */
+const FONTS: { family: string; pkg: string; file: string; weights: number[] }[] = [
+  { family: 'IBM Plex Sans', pkg: '@fontsource/ibm-plex-sans', file: 'ibm-plex-sans', weights: [400, 500, 600] },
+  { family: 'IBM Plex Mono', pkg: '@fontsource/ibm-plex-mono', file: 'ibm-plex-mono', weights: [400, 500] },
+];
+export const CONSOLE_FONTS_CSS = 'fonts/plex.css';
+
+function loadFonts(): { css: string; files: Map<string, Buffer> } {
+  const require = createRequire(import.meta.url);
+  const files = new Map<string, Buffer>();
+  const faces: string[] = [];
+  for (const font of FONTS) {
+    const dir = join(dirname(require.resolve(`${font.pkg}/package.json`)), 'files');
+    for (const weight of font.weights) {
+      const name = `${font.file}-latin-${weight}-normal.woff2`;
+      files.set(name, readFileSync(join(dir, name)));
+      faces.push(
+        `@font-face{font-family:'${font.family}';font-style:normal;font-display:swap;font-weight:${weight};src:url(./${name}) format('woff2')}`,
+      );
+    }
+  }
+  return { css: `${faces.join('\n')}\n`, files };
+}
+
+/** bull-board's page links Google Fonts; the page the API serves links its own copy instead. */
+const EXTERNAL_FONTS = /<link[^>]*href="https:\/\/fonts\.googleapis\.com[^"]*"[^>]*>/g;
+
+/**
  * bull-board's queue console at /admin/queues, for operators only: guarded by ADMIN_TOKEN (never
  * by quest owners' API keys), compared in constant time. Registered only when a token is set.
  */
@@ -80,7 +114,27 @@ export const queueConsole: FastifyPluginAsync<QueueConsoleOptions> = async (app,
   createBullBoard({
     queues: queues.map((q) => new BullMQAdapter(q, { readOnlyMode: !opts.allowActions, allowRetries: opts.allowActions })),
     serverAdapter,
-    options: { uiConfig: { boardTitle: 'Quest Rewards queues' } },
+    // The labels in English whatever the browser's language: the page would otherwise pick its
+    // locale file from navigator.language.
+    options: { uiConfig: { boardTitle: 'Quest Rewards queues', locale: { lng: 'en-US' } } },
+  });
+
+  const fonts = loadFonts();
+  app.get(`${QUEUE_CONSOLE_PATH}/${CONSOLE_FONTS_CSS}`, { schema: { hide: true } }, async (_request, reply) =>
+    reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=86400').send(fonts.css),
+  );
+  app.get<{ Params: { file: string } }>(
+    `${QUEUE_CONSOLE_PATH}/fonts/:file`,
+    { schema: { hide: true } },
+    async (request, reply) => {
+      const file = fonts.files.get(request.params.file);
+      if (!file) return refuse(request, reply, new DomainError('ROUTE_NOT_FOUND'));
+      return reply.type('font/woff2').header('cache-control', 'public, max-age=86400').send(file);
+    },
+  );
+  app.addHook('onSend', async (_request, reply, payload) => {
+    if (typeof payload !== 'string' || !String(reply.getHeader('content-type') ?? '').startsWith('text/html')) return payload;
+    return payload.replace(EXTERNAL_FONTS, `<link href="${CONSOLE_FONTS_CSS}" rel="stylesheet">`);
   });
   await app.register(serverAdapter.registerPlugin(), { prefix: QUEUE_CONSOLE_PATH });
   app.addHook('onClose', async () => {

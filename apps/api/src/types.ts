@@ -10,6 +10,7 @@ import type { ReadRouter } from './read-routing.ts';
 import type { AllocationService } from './services/allocations.ts';
 import type { BatchService } from './services/batches.ts';
 import type { IdempotencyGuard } from './services/idempotency.ts';
+import type { ReversalService } from './services/reversals.ts';
 
 export type { ApiConfig } from './env.ts';
 
@@ -40,4 +41,5 @@ export type RouteDeps = ApiDeps & {
   ownerItems: OwnerItemLimit;
   allocations: AllocationService;
   batches: BatchService;
+  reversals: ReversalService;
 };

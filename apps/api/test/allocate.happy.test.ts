@@ -1,5 +1,5 @@
 import { applyRequests } from '@quest/db';
-import type { AllocationItem } from '@quest/domain';
+import type { RequestItem } from '@quest/domain';
 import type { Delivery } from '@quest/queue';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
@@ -24,11 +24,11 @@ let owner: SeededOwner;
 let questId: number;
 let address: `0x${string}`;
 /** How the scripted pipeline treats the next request. */
-let onAllocate: (item: AllocationItem) => Promise<Delivery>;
+let onAllocate: (item: RequestItem) => Promise<Delivery>;
 const allocator = scriptedAllocator({ onAllocate: (item) => onAllocate(item) });
 
 /** Decide the item with the real ledger and reply with its outcome, as a worker would. */
-const decideNow = async (item: AllocationItem): Promise<Delivery> => {
+const decideNow = async (item: RequestItem): Promise<Delivery> => {
   const [outcome] = await applyRequests(t.sql, [item], { firstDelivery: true });
   return { kind: 'decided', outcome: outcome! };
 };

@@ -1,9 +1,9 @@
 import { Writable } from 'node:stream';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { createSql, type Sql, setFeatureFlags, type FeatureFlags } from '@quest/db';
-import type { AllocationItem, JobReply } from '@quest/domain';
+import type { RequestItem, JobReply } from '@quest/domain';
 import type { Allocator, Delivery } from '@quest/queue';
-import { createTestDatabase, OpenApiContract, type TestDatabase } from '@quest/testing';
+import { createTestDatabase, OpenApiContract, type TestDatabase, UNTHROTTLED_RATE_LIMITS } from '@quest/testing';
 import { buildApp } from '../src/app.ts';
 import { type ApiConfig, loadApiConfig } from '../src/env.ts';
 import { FeatureFlagCache } from '../src/flags.ts';
@@ -38,10 +38,10 @@ export const pendingAllocator: Allocator = {
  * `onBatch`. It stands in for the queue and the worker pool, so a route test needs no socket.
  */
 export function scriptedAllocator(script: {
-  onAllocate?: (item: AllocationItem) => Promise<Delivery>;
+  onAllocate?: (item: RequestItem) => Promise<Delivery>;
   onBatch?: (data: { batchId: string; questId: number }) => Promise<JobReply<'batch'> | undefined>;
-}): Allocator & { items: AllocationItem[] } {
-  const items: AllocationItem[] = [];
+}): Allocator & { items: RequestItem[] } {
+  const items: RequestItem[] = [];
   return {
     items,
     async allocate(item) {
@@ -83,6 +83,8 @@ export interface TestAppOptions {
   redis?: Redis;
   /** Feature-flag reload period; default 100 ms so switches show at once (production: FLAGS_REFRESH_MS). */
   flagsRefreshMs?: number;
+  /** Keep the API's own rate-limit defaults (otherwise UNTHROTTLED_RATE_LIMITS, before `env`). */
+  defaultRateLimits?: boolean;
   /** Hook to add test-only routes before the app is ready. */
   extend?: (app: FastifyInstance) => void;
 }
@@ -107,6 +109,7 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
     LOG_LEVEL: opts.logs ? 'info' : 'silent',
     // No metrics sampler in-process (it would read the default queue prefix); system tests run it.
     METRICS_SAMPLE_MS: '0',
+    ...(opts.defaultRateLimits ? {} : UNTHROTTLED_RATE_LIMITS),
     ...opts.env,
   });
   const logger = createLogger(config.LOG_LEVEL, opts.logs);

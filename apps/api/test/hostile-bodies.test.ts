@@ -8,6 +8,7 @@ import {
   startApiProcess,
   type TestDatabase,
   type TestRedis,
+  UNTHROTTLED_RATE_LIMITS,
 } from '@quest/testing';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -114,6 +115,7 @@ describe('memory of the API process after hostile bodies', () => {
         REDIS_URL: redis.url,
         QUEUE_PREFIX: redis.prefix,
         DATABASE_POOL_MAX: '2',
+        ...UNTHROTTLED_RATE_LIMITS,
       },
       join(bundleDir, 'server.mjs'),
     ));

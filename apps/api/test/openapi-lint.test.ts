@@ -1,4 +1,7 @@
 import { execFile } from 'node:child_process';
+import { Document, Spectral } from '@stoplight/spectral-core';
+import * as Parsers from '@stoplight/spectral-parsers';
+import { oas } from '@stoplight/spectral-rulesets';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -8,9 +11,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { servedOpenApiDocument } from './helpers.ts';
 
 /**
- * The served OpenAPI document passes `redocly lint` with the recommended ruleset: no error and no
- * warning (the ruleset also checks every example against its schema). Offline: telemetry and the
- * update check are off, and the document references nothing outside itself.
+ * The served OpenAPI document passes `redocly lint` with the recommended ruleset, and Spectral with
+ * its `spectral:oas` ruleset (the recommended rules of @stoplight/spectral-rulesets' `oas`): no
+ * error and no warning from either (redocly also checks every example against its schema).
+ * Offline: telemetry and the update check are off, and the document references nothing outside
+ * itself.
  */
 
 const run = promisify(execFile);
@@ -73,5 +78,33 @@ describe('redocly lint (recommended)', () => {
     const rules = new Set((await lint(broken)).problems.map((p) => p.ruleId));
     expect(rules).toContain('info-license');
     expect(rules).toContain('no-invalid-media-type-examples');
+  });
+});
+
+/** `spectral lint` with `extends: spectral:oas`, run in-process; every result of the ruleset, as text. */
+async function spectralLint(doc: unknown): Promise<string[]> {
+  const spectral = new Spectral();
+  // What a `.spectral.yaml` of `extends: spectral:oas` means: the oas ruleset's recommended rules.
+  spectral.setRuleset({ extends: [[oas as never, 'recommended']] });
+  const results = await spectral.run(new Document(JSON.stringify(doc, null, 2), Parsers.Json));
+  const severity = ['error', 'warn', 'info', 'hint'];
+  return results.map((r) => `${severity[r.severity]} ${r.code} at ${r.path.join('.')}: ${r.message}`);
+}
+
+describe('Spectral (spectral:oas)', () => {
+  it('passes the served document with no error, warning, info or hint', async () => {
+    expect(await spectralLint(await servedOpenApiDocument())).toEqual([]);
+  });
+
+  it('would catch a missing contact or operation description (the check can fail)', async () => {
+    const doc = (await servedOpenApiDocument()) as {
+      info: Record<string, unknown>;
+      paths: Record<string, Record<string, Record<string, unknown>>>;
+    };
+    delete doc.info.contact;
+    delete doc.paths['/healthz']!.get!.description;
+    const problems = await spectralLint(doc);
+    expect(problems).toContainEqual(expect.stringMatching(/^warn info-contact at info:/));
+    expect(problems).toContainEqual(expect.stringMatching(/^warn operation-description at paths\.\/healthz\.get:/));
   });
 });

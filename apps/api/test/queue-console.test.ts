@@ -55,6 +55,27 @@ describe('the queue console at /admin/queues', () => {
     expect(action.json().code).toBe('METHOD_NOT_ALLOWED');
   });
 
+  it('serves a page that loads nothing from another origin: its fonts come from the API', async () => {
+    const authorization = `Bearer ${TOKEN}`;
+    const page = await withConsole.app.inject({ url: '/admin/queues', headers: { authorization } });
+    expect(page.statusCode).toBe(200);
+    expect(page.body.match(/(?:https?:)?\/\/[^\s"'<>]+/g) ?? []).toEqual([]);
+    expect(page.body).toContain('href="fonts/plex.css"');
+    const css = await withConsole.app.inject({ url: '/admin/queues/fonts/plex.css', headers: { authorization } });
+    expect(css.statusCode).toBe(200);
+    expect(css.headers['content-type']).toMatch(/^text\/css/);
+    const files = [...css.body.matchAll(/url\(\.\/([^)]+)\)/g)].map((m) => m[1]!);
+    expect(files).toHaveLength(5);
+    for (const file of files) {
+      const font = await withConsole.app.inject({ url: `/admin/queues/fonts/${file}`, headers: { authorization } });
+      expect(font.statusCode, file).toBe(200);
+      expect(font.rawPayload.subarray(0, 4).toString('latin1'), file).toBe('wOF2');
+    }
+    const missing = await withConsole.app.inject({ url: '/admin/queues/fonts/..%2Fpackage.json', headers: { authorization } });
+    expect(missing.statusCode).toBe(404);
+    expect((await withConsole.app.inject({ url: '/admin/queues/fonts/plex.css' })).statusCode).toBe(401);
+  });
+
   it('does not exist when ADMIN_TOKEN is unset', async () => {
     const res = await withoutConsole.app.inject({ url: '/admin/queues', headers: { authorization: `Bearer ${TOKEN}` } });
     expect(res.statusCode).toBe(404);

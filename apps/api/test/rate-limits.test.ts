@@ -37,11 +37,12 @@ afterAll(async () => {
 });
 
 /** An app whose limits are counted in the shared Redis under a prefix of the test's own. */
-async function appWith(env: Record<string, string>, prefix: string): Promise<TestApp> {
+async function appWith(env: Record<string, string>, prefix: string, defaultRateLimits = false): Promise<TestApp> {
   const app = await startTestApp({
     db,
     redis,
     allocator: pendingAllocator,
+    defaultRateLimits,
     env: { QUEUE_PREFIX: `${redisServer.prefix}-${prefix}`, ...env },
   });
   apps.push(app);
@@ -105,6 +106,17 @@ describe('rate limits', () => {
     expect((await get(unknown)).statusCode).toBe(401);
     expect((await get(unknown)).statusCode).toBe(401);
     expect429(await get(unknown));
+    expect429(await get(owner.apiKey));
+  });
+
+  it('by default, refuses the 101st failed authentication from one address within a minute', async () => {
+    const t = await appWith({}, 'auth-defaults', true);
+    expect(t.config.RATE_LIMIT_AUTH_FAILURES_MAX).toBe(100);
+    const get = (key: string) => t.request({ method: 'GET', url: `/quests/${questId}`, headers: { 'x-api-key': key } });
+    // A client trying 101 made-up keys, one after another.
+    for (let i = 0; i < 100; i++) expect((await get(`sk_${String(i).padStart(43, 'x')}`)).statusCode).toBe(401);
+    expect429(await get(`sk_${'y'.repeat(43)}`));
+    // The address is refused, whatever key it shows now.
     expect429(await get(owner.apiKey));
   });
 

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { redrives } from './metrics.ts';
-import type { AllocateJobData } from '@quest/domain';
-import { findStrandedBatches, findStrandedRequests, type Sql, touchBatch, touchRequest } from '@quest/db';
+import type { AllocateJobData, RequestItem } from '@quest/domain';
+import { findStrandedBatches, findStrandedRequests, type StrandedRequest, type Sql, touchBatch, touchRequest } from '@quest/db';
 import { PartitionQueues, reconcilerLastRunKey, reconcilerLockKey, redisConnection } from '@quest/queue';
 
 export interface ReconcilerOptions {
@@ -27,6 +27,21 @@ export interface ReconcilerRun {
   requestsRedriven: number;
   batchesChecked: number;
   batchesRedriven: number;
+}
+
+/** The job item a stranded request's marker stands for: an allocation, or a reversal. */
+function requestItem(r: StrandedRequest, enqueuedAt: number): RequestItem {
+  const base = { key: r.request_key, questId: r.quest_id, enqueuedAt };
+  if (r.kind === 'reversal') {
+    return {
+      ...base,
+      kind: 'reversal',
+      payoutId: r.payout_id!,
+      ...(r.points === null ? {} : { points: r.points }),
+      ...(r.reason === null ? {} : { reason: r.reason }),
+    };
+  }
+  return { ...base, points: r.points!, address: r.address! };
 }
 
 /**
@@ -107,14 +122,20 @@ export class Reconciler {
     let requestsRedriven = 0;
     for (const [p, list] of byPartition) {
       const enqueuedAt = Date.now();
-      const data: AllocateJobData = {
-        items: list.map((r) => ({ key: r.request_key, questId: r.quest_id, points: r.points, address: r.address, enqueuedAt })),
-      };
+      const data: AllocateJobData = { items: list.map((r) => requestItem(r, enqueuedAt)) };
       const jobId = await queues.add(p, 'allocate', data, { retentionSeconds });
       for (const r of list) {
         await touchRequest(sql, { questId: r.quest_id, key: r.request_key, jobId, redriven: true });
         this.opts.logger.info(
-          { kind: 'request', questId: r.quest_id, key: r.request_key, jobId, partition: p, redrives: r.redrives + 1 },
+          {
+            kind: 'request',
+            requestKind: r.kind,
+            questId: r.quest_id,
+            key: r.request_key,
+            jobId,
+            partition: p,
+            redrives: r.redrives + 1,
+          },
           're-driven',
         );
       }

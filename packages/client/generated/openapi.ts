@@ -10,7 +10,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Liveness: the process is up */
+        /**
+         * Liveness: the process is up
+         * @description Answers 200 while the process serves HTTP, without asking PostgreSQL or Redis, so an orchestrator restarts only a process that is itself stuck; whether it can do work is `GET /readyz`. Needs no key and is never rate limited.
+         */
         get: operations["getHealth"];
         put?: never;
         post?: never;
@@ -151,8 +154,91 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a batch: status, progress and a page of its results */
+        /**
+         * Get a batch: status, progress and a page of its results
+         * @description The batch's status URL: the `Location` of a 202 from `POST /quests/{questId}/batches`. Poll it until `status` is `completed` (every item decided) or `failed` (stopped: send the batch again with the same `Idempotency-Key` to resume); `processed`, `succeeded` and `failed` count the items so far. `results` is one page of item outcomes in the order of the request (`limit` 1–100, `offset`). Only the quest owner reads it.
+         */
         get: operations["getBatch"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/quests/{questId}/payouts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List an account's payouts on a quest
+         * @description Owner-only. The payouts of the account with this pass address on the quest, oldest first, each with `reversed_amount`. An address with no account, or no payouts, answers an empty list.
+         */
+        get: operations["listAccountPayouts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/quests/{questId}/payouts/{payoutId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a payout with its reversals
+         * @description Owner-only. The payout as in the quest view, with `reversed_amount` (points its reversals took back, in total) and its reversals in decision order.
+         */
+        get: operations["getPayout"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/quests/{questId}/payouts/{payoutId}/reversals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reverse a payout
+         * @description Takes points back from a payout of the quest: all of its unreversed remainder, or `points` of it. The quest's `points_remaining` goes up by the amount (also after the quest's window ended), the account's balance goes down by it. Decided in order with the quest's allocations (a reversal sent after an allocation is decided after it); a payout can be reversed partly several times, never by more than its amount in total. Answered 200 with the reversal when decided within ALLOCATION_WAIT_MS, else 202 with a status URL, like an allocation.
+         */
+        post: operations["reversePayout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/quests/{questId}/reversals/{reversalId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get the status of a reversal
+         * @description Owner-only. Answers from PostgreSQL: pending, completed with the amount taken back, rejected with the error, or failed.
+         */
+        get: operations["getReversal"];
         put?: never;
         post?: never;
         delete?: never;
@@ -165,6 +251,47 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description Points taken back from a payout. */
+        Reversal: {
+            /**
+             * @description Reversal id: `rev_` followed by a time-sortable ULID, or `rev_k…` derived from the Idempotency-Key it was sent with. Known from the moment it is accepted: a 202 names the same id.
+             * @example rev_01jf8q5m2c4d6e8f0g1h3j5k7m
+             */
+            id: string;
+            /**
+             * @description The payout reversed.
+             * @example pay_01jf8q4g0x7m3r6v2k9d1n5bta
+             */
+            payout_id: string;
+            /**
+             * @description The quest of the payout.
+             * @example 7
+             */
+            quest_id: number;
+            /**
+             * @description Points taken back: returned to the quest's points_remaining, taken from the account.
+             * @example 100
+             */
+            amount: number;
+            /**
+             * @description The reason given with the request; null when none.
+             * @example bot farm
+             */
+            reason: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp of the decision.
+             * @example 2026-03-02T09:30:00.456Z
+             */
+            created_at: string;
+            account: {
+                /**
+                 * @description EIP-55 checksummed pass address of the account the points were taken from.
+                 * @example 0x52908400098527886E0F7030069857D2E4169EE7
+                 */
+                pass: string;
+            };
+        };
         /** @description A credit of points to one account. */
         Payout: {
             /**
@@ -331,7 +458,7 @@ export interface components {
          * @example INSUFFICIENT_POINTS
          * @enum {string}
          */
-        ErrorCode: "VALIDATION_FAILED" | "UNSUPPORTED_MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "ROUTE_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "QUESTS_DISABLED" | "CAMPAIGNS_DISABLED" | "INVALID_API_KEY" | "NOT_QUEST_OWNER" | "ADMIN_TOKEN_INVALID" | "QUEST_NOT_FOUND" | "CAMPAIGN_NOT_FOUND" | "ALLOCATION_NOT_FOUND" | "BATCH_NOT_FOUND" | "QUEST_NOT_ACTIVE" | "ACTION_TYPE_INACTIVE" | "INSUFFICIENT_POINTS" | "ACCOUNT_NOT_FOUND" | "BALANCE_LIMIT_EXCEEDED" | "IDEMPOTENCY_KEY_REUSED" | "BATCH_TOO_LARGE" | "RATE_LIMITED" | "ALLOCATION_FAILED" | "QUEUE_UNAVAILABLE" | "DATABASE_UNAVAILABLE" | "INTERNAL_ERROR";
+        ErrorCode: "VALIDATION_FAILED" | "UNSUPPORTED_MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "ROUTE_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "QUESTS_DISABLED" | "CAMPAIGNS_DISABLED" | "INVALID_API_KEY" | "NOT_QUEST_OWNER" | "ADMIN_TOKEN_INVALID" | "QUEST_NOT_FOUND" | "CAMPAIGN_NOT_FOUND" | "ALLOCATION_NOT_FOUND" | "BATCH_NOT_FOUND" | "PAYOUT_NOT_FOUND" | "REVERSAL_NOT_FOUND" | "QUEST_NOT_ACTIVE" | "ACTION_TYPE_INACTIVE" | "INSUFFICIENT_POINTS" | "ACCOUNT_NOT_FOUND" | "BALANCE_LIMIT_EXCEEDED" | "PAYOUT_ALREADY_REVERSED" | "REVERSAL_EXCEEDS_PAYOUT" | "IDEMPOTENCY_KEY_REUSED" | "BATCH_TOO_LARGE" | "RATE_LIMITED" | "ALLOCATION_FAILED" | "REVERSAL_FAILED" | "QUEUE_UNAVAILABLE" | "DATABASE_UNAVAILABLE" | "INTERNAL_ERROR";
         /** @description Error envelope of every non-2xx response. */
         ErrorResponse: {
             /**
@@ -475,9 +602,136 @@ export interface components {
         BatchResponse: {
             batch: components["schemas"]["Batch"];
         };
+        /** @description A reversal and where it stands. */
+        ReversalStatus: {
+            /**
+             * @description Reversal id (`rev_…`), the same before and after its decision.
+             * @example rev_01jf8q5m2c4d6e8f0g1h3j5k7m
+             */
+            id: string;
+            /**
+             * @description pending: accepted, not decided yet; completed: points taken back (see amount, created_at, account); rejected: refused by a decision (see error); failed: given up, nothing applied, a retry with the same Idempotency-Key is safe (see error).
+             * @enum {string}
+             */
+            status: "pending" | "completed" | "rejected" | "failed";
+            /**
+             * @description The payout to reverse.
+             * @example pay_01jf8q4g0x7m3r6v2k9d1n5bta
+             */
+            payout_id: string;
+            /**
+             * @description The quest of the payout.
+             * @example 7
+             */
+            quest_id: number;
+            /**
+             * @description When completed: the points taken back.
+             * @example 100
+             */
+            amount?: number;
+            /**
+             * @description When completed: the reason given, or null.
+             * @example bot farm
+             */
+            reason?: string | null;
+            /**
+             * Format: date-time
+             * @description When completed: the time of the decision.
+             * @example 2026-03-02T09:30:00.456Z
+             */
+            created_at?: string;
+            /** @description When completed: the account the points were taken from. */
+            account?: {
+                /**
+                 * @description EIP-55 checksummed pass address of the account the points were taken from.
+                 * @example 0x52908400098527886E0F7030069857D2E4169EE7
+                 */
+                pass: string;
+            };
+            /** @description When rejected or failed. */
+            error?: components["schemas"]["OutcomeError"];
+            /**
+             * Format: date-time
+             * @description When this reversal was last touched: decided, accepted, re-driven or given up (ISO 8601 UTC).
+             * @example 2026-03-02T09:30:00.456Z
+             */
+            updated_at: string;
+        };
+        /** @description A decided reversal. */
+        ReversalResponse: {
+            reversal: components["schemas"]["Reversal"];
+        };
+        ReversalStatusResponse: {
+            reversal: components["schemas"]["ReversalStatus"];
+        };
+        /** @description A payout with what its reversals took back. */
+        PayoutDetail: {
+            /**
+             * @description Payout id: `pay_` followed by a time-sortable ULID.
+             * @example pay_01jf8q4g0x7m3r6v2k9d1n5bta
+             */
+            id: string;
+            /**
+             * @description Points allocated.
+             * @example 250
+             */
+            amount: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp of the decision.
+             * @example 2026-03-01T12:00:00.123Z
+             */
+            created_at: string;
+            account: {
+                /**
+                 * @description EIP-55 checksummed pass address of the receiving account.
+                 * @example 0x52908400098527886E0F7030069857D2E4169EE7
+                 */
+                pass: string;
+            };
+            /** @description Points taken back from this payout by its reversals, in total (at most its amount). */
+            reversed_amount: number;
+            /** @description Its reversals, in decision order. */
+            reversals: components["schemas"]["Reversal"][];
+        };
+        PayoutDetailResponse: {
+            payout: components["schemas"]["PayoutDetail"];
+        };
+        /** @description A payout with what its reversals took back. */
+        AccountPayout: {
+            /**
+             * @description Payout id: `pay_` followed by a time-sortable ULID.
+             * @example pay_01jf8q4g0x7m3r6v2k9d1n5bta
+             */
+            id: string;
+            /**
+             * @description Points allocated.
+             * @example 250
+             */
+            amount: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp of the decision.
+             * @example 2026-03-01T12:00:00.123Z
+             */
+            created_at: string;
+            account: {
+                /**
+                 * @description EIP-55 checksummed pass address of the receiving account.
+                 * @example 0x52908400098527886E0F7030069857D2E4169EE7
+                 */
+                pass: string;
+            };
+            /** @description Points taken back from this payout by its reversals, in total (at most its amount). */
+            reversed_amount: number;
+        };
+        AccountPayoutsResponse: {
+            /** @description Oldest first (decision order). */
+            payouts: components["schemas"]["AccountPayout"][];
+        };
         /**
          * Format: uri-reference
-         * @description The status URL of an allocation or batch, relative to the server: `/quests/{questId}/allocations/{allocationId}` or `/quests/{questId}/batches/{batchId}`. Sent in the Location header of a 202.
+         * @description The status URL of an allocation, batch or reversal, relative to the server: `/quests/{questId}/allocations/{allocationId}`, `/quests/{questId}/batches/{batchId}` or `/quests/{questId}/reversals/{reversalId}`. Sent in the Location header of a 202.
          * @example /quests/7/allocations/alc_01jf8q4g0x7m3r6v2k9d1n5bta
          */
         StatusUrl: string;
@@ -910,7 +1164,7 @@ export interface operations {
                 headers: {
                     /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
                     "x-request-id": string;
-                    /** @description Where to poll for the outcome: the status URL of this allocation or batch, relative to the server. */
+                    /** @description Where to poll for the outcome: the status URL of this allocation, batch or reversal, relative to the server. */
                     Location: components["schemas"]["StatusUrl"];
                     [name: string]: unknown;
                 };
@@ -1335,7 +1589,7 @@ export interface operations {
                 headers: {
                     /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
                     "x-request-id": string;
-                    /** @description Where to poll for the outcome: the status URL of this allocation or batch, relative to the server. */
+                    /** @description Where to poll for the outcome: the status URL of this allocation, batch or reversal, relative to the server. */
                     Location: components["schemas"]["StatusUrl"];
                     /** @description Present, and `true`, when this answer replays an outcome decided earlier for the same Idempotency-Key (by an earlier request with that key) instead of deciding now; absent on an answer decided by this request. For a batch: the batch was created by an earlier request with this key, and this answer reports it (resuming it if it had stopped). */
                     "Idempotent-Replayed"?: "true";
@@ -1536,6 +1790,536 @@ export interface operations {
                 };
             };
             /** @description QUEST_NOT_FOUND or BATCH_NOT_FOUND. */
+            404: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description RATE_LIMITED: over a rate limit (per client address, API key, owner allocation items, or failed authentications; see docs/api.md). Retry-After says when to retry; x-ratelimit-limit, -remaining and -reset describe the limit. */
+            429: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description Requests (or allocation items) allowed per window. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description What is left of the limit in this window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description INTERNAL_ERROR: unexpected server error (logged with the request id; the message never carries internals). */
+            500: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description DATABASE_UNAVAILABLE: PostgreSQL is unreachable; retry later (Retry-After). */
+            503: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    listAccountPayouts: {
+        parameters: {
+            query: {
+                /** @description Results per page (1..1000, default 100). */
+                limit?: number;
+                /** @description Results to skip (default 0). */
+                offset?: number;
+                /** @description Pass address of the account (any letter case; compared in checksum form). */
+                address: string;
+            };
+            header?: never;
+            path: {
+                /** @description Quest id. */
+                questId: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the account's payouts on the quest. */
+            200: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "payouts": [
+                     *         {
+                     *           "id": "pay_01jf8q4g0x7m3r6v2k9d1n5bta",
+                     *           "amount": 250,
+                     *           "created_at": "2026-03-01T12:00:00.123Z",
+                     *           "account": {
+                     *             "pass": "0x52908400098527886E0F7030069857D2E4169EE7"
+                     *           },
+                     *           "reversed_amount": 0
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AccountPayoutsResponse"];
+                };
+            };
+            /** @description VALIDATION_FAILED (bad quest id, address, limit or offset) or QUESTS_DISABLED. */
+            400: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description INVALID_API_KEY or NOT_QUEST_OWNER. */
+            401: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description QUEST_NOT_FOUND. */
+            404: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description RATE_LIMITED: over a rate limit (per client address, API key, owner allocation items, or failed authentications; see docs/api.md). Retry-After says when to retry; x-ratelimit-limit, -remaining and -reset describe the limit. */
+            429: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description Requests (or allocation items) allowed per window. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description What is left of the limit in this window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description INTERNAL_ERROR: unexpected server error (logged with the request id; the message never carries internals). */
+            500: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description DATABASE_UNAVAILABLE: PostgreSQL is unreachable; retry later (Retry-After). */
+            503: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    getPayout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Quest id. */
+                questId: number;
+                /** @description Payout id (`pay_…`), as in the payout of POST /quests/{questId} or GET /quests/{questId}. */
+                payoutId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The payout and its reversals. */
+            200: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "payout": {
+                     *         "id": "pay_01jf8q4g0x7m3r6v2k9d1n5bta",
+                     *         "amount": 250,
+                     *         "created_at": "2026-03-01T12:00:00.123Z",
+                     *         "account": {
+                     *           "pass": "0x52908400098527886E0F7030069857D2E4169EE7"
+                     *         },
+                     *         "reversed_amount": 100,
+                     *         "reversals": [
+                     *           {
+                     *             "id": "rev_01jf8q5m2c4d6e8f0g1h3j5k7m",
+                     *             "payout_id": "pay_01jf8q4g0x7m3r6v2k9d1n5bta",
+                     *             "quest_id": 7,
+                     *             "amount": 100,
+                     *             "reason": "bot farm",
+                     *             "created_at": "2026-03-02T09:30:00.456Z",
+                     *             "account": {
+                     *               "pass": "0x52908400098527886E0F7030069857D2E4169EE7"
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PayoutDetailResponse"];
+                };
+            };
+            /** @description VALIDATION_FAILED (bad quest or payout id) or QUESTS_DISABLED. */
+            400: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description INVALID_API_KEY or NOT_QUEST_OWNER. */
+            401: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description QUEST_NOT_FOUND, or PAYOUT_NOT_FOUND: no payout with this id in this quest. */
+            404: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description RATE_LIMITED: over a rate limit (per client address, API key, owner allocation items, or failed authentications; see docs/api.md). Retry-After says when to retry; x-ratelimit-limit, -remaining and -reset describe the limit. */
+            429: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description Requests (or allocation items) allowed per window. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description What is left of the limit in this window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description INTERNAL_ERROR: unexpected server error (logged with the request id; the message never carries internals). */
+            500: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description DATABASE_UNAVAILABLE: PostgreSQL is unreachable; retry later (Retry-After). */
+            503: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    reversePayout: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional. The same owner + quest + key gets the original outcome, never a second credit. Kept as long as the outcome (at least 24 h; in practice forever). */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description Quest id. */
+                questId: number;
+                /** @description Payout id (`pay_…`), as in the payout of POST /quests/{questId} or GET /quests/{questId}. */
+                payoutId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Points to take back: a positive integer, at most the payout's unreversed remainder. Absent: all of the remainder. */
+                    points?: number;
+                    /** @description Why, for the record (at most 500 characters). */
+                    reason?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Decided: the points were taken back. With `Idempotent-Replayed: true` when it replays an earlier outcome. */
+            200: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    /** @description Present, and `true`, when this answer replays an outcome decided earlier for the same Idempotency-Key (by an earlier request with that key) instead of deciding now; absent on an answer decided by this request. For a batch: the batch was created by an earlier request with this key, and this answer reports it (resuming it if it had stopped). */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "reversal": {
+                     *         "id": "rev_01jf8q5m2c4d6e8f0g1h3j5k7m",
+                     *         "payout_id": "pay_01jf8q4g0x7m3r6v2k9d1n5bta",
+                     *         "quest_id": 7,
+                     *         "amount": 100,
+                     *         "reason": "bot farm",
+                     *         "created_at": "2026-03-02T09:30:00.456Z",
+                     *         "account": {
+                     *           "pass": "0x52908400098527886E0F7030069857D2E4169EE7"
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ReversalResponse"];
+                };
+            };
+            /** @description Accepted and queued, not decided within ALLOCATION_WAIT_MS: poll the `Location` URL (GET /quests/{questId}/reversals/{reversalId}). */
+            202: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    /** @description Where to poll for the outcome: the status URL of this allocation, batch or reversal, relative to the server. */
+                    Location: components["schemas"]["StatusUrl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "reversal": {
+                     *         "id": "rev_01jf8q5m2c4d6e8f0g1h3j5k7m",
+                     *         "status": "pending",
+                     *         "payout_id": "pay_01jf8q4g0x7m3r6v2k9d1n5bta",
+                     *         "quest_id": 7,
+                     *         "updated_at": "2026-03-02T09:30:00.123Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ReversalStatusResponse"];
+                };
+            };
+            /** @description Invalid request (VALIDATION_FAILED; UNSUPPORTED_MEDIA_TYPE for a body that is not JSON; PAYLOAD_TOO_LARGE beyond the body limit), QUESTS_DISABLED, or rejected at decision time: PAYOUT_ALREADY_REVERSED (nothing left to reverse), REVERSAL_EXCEEDS_PAYOUT (more than the payout's unreversed remainder), IDEMPOTENCY_KEY_REUSED. A rejection replayed for an Idempotency-Key carries `Idempotent-Replayed: true`. */
+            400: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    /** @description Present, and `true`, when this answer replays an outcome decided earlier for the same Idempotency-Key (by an earlier request with that key) instead of deciding now; absent on an answer decided by this request. For a batch: the batch was created by an earlier request with this key, and this answer reports it (resuming it if it had stopped). */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description INVALID_API_KEY or NOT_QUEST_OWNER. */
+            401: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description QUEST_NOT_FOUND, or PAYOUT_NOT_FOUND: no payout with this id in this quest. */
+            404: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description RATE_LIMITED: over a rate limit (per client address, API key, owner allocation items, or failed authentications; see docs/api.md). Retry-After says when to retry; x-ratelimit-limit, -remaining and -reset describe the limit. */
+            429: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description Requests (or allocation items) allowed per window. */
+                    "x-ratelimit-limit"?: number;
+                    /** @description What is left of the limit in this window. */
+                    "x-ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "x-ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description INTERNAL_ERROR: unexpected server error (logged with the request id; the message never carries internals). */
+            500: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description QUEUE_UNAVAILABLE, DATABASE_UNAVAILABLE, or REVERSAL_FAILED: not applied; retry after Retry-After, with the same Idempotency-Key. */
+            503: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    getReversal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Quest id. */
+                questId: number;
+                /** @description Reversal id (`rev_…`) as answered by POST /quests/{questId}/payouts/{payoutId}/reversals, 200 or 202. */
+                reversalId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The reversal: pending, completed with what was taken back, rejected or failed with the error. */
+            200: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "reversal": {
+                     *         "id": "rev_01jf8q5m2c4d6e8f0g1h3j5k7m",
+                     *         "payout_id": "pay_01jf8q4g0x7m3r6v2k9d1n5bta",
+                     *         "quest_id": 7,
+                     *         "amount": 100,
+                     *         "reason": "bot farm",
+                     *         "created_at": "2026-03-02T09:30:00.456Z",
+                     *         "account": {
+                     *           "pass": "0x52908400098527886E0F7030069857D2E4169EE7"
+                     *         },
+                     *         "status": "completed",
+                     *         "updated_at": "2026-03-02T09:30:00.456Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ReversalStatusResponse"];
+                };
+            };
+            /** @description VALIDATION_FAILED (bad quest or reversal id) or QUESTS_DISABLED. */
+            400: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description INVALID_API_KEY or NOT_QUEST_OWNER. */
+            401: {
+                headers: {
+                    /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description QUEST_NOT_FOUND or REVERSAL_NOT_FOUND. */
             404: {
                 headers: {
                     /** @description The request id: the client's own `x-request-id` when sane (1–128 of `A-Za-z0-9._:-`), else a fresh UUID. */

@@ -1,5 +1,5 @@
-import { errorFromAnswer, QuestError } from './errors.ts';
-import { randomKey, sleep } from './retry.ts';
+import { decide, withDeadline } from './decide.ts';
+import { randomKey } from './retry.ts';
 import type { Transport } from './transport.ts';
 import { type Allocation, isRejectionCode, type Payout, type RejectionCode } from './types.ts';
 
@@ -25,17 +25,6 @@ export type AllocateOutcome =
   | { kind: 'rejection'; code: RejectionCode; message: string; replayed: boolean; idempotencyKey: string };
 
 export const DEFAULT_ALLOCATE_DEADLINE_MS = 60_000;
-/** Polls of a 202: from POLL_MIN_MS, ×1.5 each time, up to POLL_MAX_MS. */
-const POLL_MIN_MS = 100;
-const POLL_MAX_MS = 2000;
-
-const REPLAYED = 'idempotent-replayed';
-
-function rejection(error: { code: string; message: string }, replayed: boolean, key: string): AllocateOutcome | undefined {
-  return isRejectionCode(error.code)
-    ? { kind: 'rejection', code: error.code, message: error.message, replayed, idempotencyKey: key }
-    : undefined;
-}
 
 /**
  * POST /quests/{questId} with an Idempotency-Key, retried on transport errors, 429 and 5xx with
@@ -44,95 +33,44 @@ function rejection(error: { code: string; message: string }, replayed: boolean, 
  */
 export async function allocate(t: Transport, req: AllocateRequest): Promise<AllocateOutcome> {
   const key = req.idempotencyKey ?? randomKey();
-  const deadlineMs = req.deadlineMs ?? DEFAULT_ALLOCATE_DEADLINE_MS;
-  const deadline = AbortSignal.timeout(deadlineMs);
-  const signal = req.signal ? AbortSignal.any([req.signal, deadline]) : deadline;
-  try {
-    return await decide(t, req, key, signal);
-  } catch (error) {
-    if (deadline.aborted && !req.signal?.aborted) {
-      throw new QuestError(
-        'DEADLINE_EXCEEDED',
-        `allocation not decided within ${deadlineMs / 1000} s; call again with the same idempotencyKey`,
-        {
-          retryable: true,
-          idempotencyKey: key,
-          cause: error,
-        },
-      );
-    }
-    throw error;
-  }
-}
-
-async function decide(t: Transport, req: AllocateRequest, key: string, signal: AbortSignal): Promise<AllocateOutcome> {
   const { questId } = req;
-  for (let send = 1; ; send++) {
-    const answer = await t.call(
-      'allocateQuestPoints',
-      (s) =>
-        t.api.POST('/quests/{questId}', {
-          params: { path: { questId }, header: { 'idempotency-key': key } },
-          body: { address: req.address, points: req.points },
-          signal: s,
-        }),
-      { signal, idempotencyKey: key },
-    );
-    const replayed = answer.response.headers.get(REPLAYED) === 'true';
-    if (!answer.response.ok) {
-      const body = answer.error as { code?: string; message?: string } | undefined;
-      const decided = body?.code && rejection({ code: body.code, message: body.message ?? '' }, replayed, key);
-      if (decided) return decided;
-      throw errorFromAnswer(answer.response, answer.error, { retryable: false, idempotencyKey: key });
-    }
-    const data = t.ok(answer, 'allocateQuestPoints', key);
-    if ('payout' in data) return { kind: 'payout', payout: data.payout, replayed, idempotencyKey: key };
-    const final = await follow(t, questId, data.allocation, key, signal);
-    if (final.status === 'completed' && final.payout)
-      return { kind: 'payout', payout: final.payout, replayed, idempotencyKey: key };
-    if (final.status === 'rejected' && final.error) {
-      const decided = rejection(final.error, replayed, key);
-      if (decided) return decided;
-      throw new QuestError(final.error.code, final.error.message, { retryable: false, idempotencyKey: key });
-    }
-    // `failed`: the service gave up and applied nothing; sending it again with the key is safe.
-    if (send >= t.policy.maxAttempts)
-      throw new QuestError('ALLOCATION_FAILED', `the service gave up on this allocation ${send} times`, {
-        retryable: true,
+  const decided = await withDeadline(
+    'allocation',
+    { deadlineMs: req.deadlineMs ?? DEFAULT_ALLOCATE_DEADLINE_MS, signal: req.signal },
+    key,
+    (signal) =>
+      decide(
+        t,
+        {
+          noun: 'allocation',
+          operation: 'allocateQuestPoints',
+          statusOperation: 'getAllocation',
+          failedCode: 'ALLOCATION_FAILED',
+          isRejection: isRejectionCode,
+          send: (s) =>
+            t.api.POST('/quests/{questId}', {
+              params: { path: { questId }, header: { 'idempotency-key': key } },
+              body: { address: req.address, points: req.points },
+              signal: s,
+            }),
+          read: (data): { done: Payout } | { pending: Allocation } =>
+            'payout' in data ? { done: data.payout } : { pending: data.allocation },
+          poll: (allocationId, s) =>
+            t.api.GET('/quests/{questId}/allocations/{allocationId}', { params: { path: { questId, allocationId } }, signal: s }),
+          status: (data) => data.allocation,
+          completed: (allocation: Allocation) => allocation.payout,
+        },
+        key,
+        signal,
+      ),
+  );
+  return decided.kind === 'done'
+    ? { kind: 'payout', payout: decided.value, replayed: decided.replayed, idempotencyKey: key }
+    : {
+        kind: 'rejection',
+        code: decided.code as RejectionCode,
+        message: decided.message,
+        replayed: decided.replayed,
         idempotencyKey: key,
-        attempts: send,
-      });
-  }
-}
-
-/** GET the allocation's status until it is no longer pending. */
-async function follow(
-  t: Transport,
-  questId: number,
-  accepted: Allocation,
-  key: string,
-  signal: AbortSignal,
-): Promise<Allocation> {
-  let delay = POLL_MIN_MS;
-  let allocation = accepted;
-  while (allocation.status === 'pending') {
-    await sleep(delay, signal);
-    delay = Math.min(POLL_MAX_MS, Math.round(delay * 1.5));
-    const answer = await t.call(
-      'getAllocation',
-      (s) =>
-        t.api.GET('/quests/{questId}/allocations/{allocationId}', {
-          params: { path: { questId, allocationId: accepted.id } },
-          signal: s,
-        }),
-      { signal, idempotencyKey: key },
-    );
-    allocation = t.ok(answer, 'getAllocation', key).allocation;
-  }
-  if ((allocation.status === 'completed' && !allocation.payout) || (allocation.status === 'rejected' && !allocation.error))
-    throw new QuestError('BAD_RESPONSE', `allocation ${allocation.id} is ${allocation.status} without its outcome`, {
-      retryable: false,
-      idempotencyKey: key,
-    });
-  return allocation;
+      };
 }

@@ -2,8 +2,9 @@ import { type AllocateOutcome, type AllocateRequest, allocate } from './allocate
 import { type CreditBatchReport, type CreditManyOptions, creditMany } from './credit/many.ts';
 import type { RowSource } from './credit/plan.ts';
 import type { CreditRow } from './credit/rows.ts';
+import { type ReverseOutcome, type ReverseRequest, reverse } from './reverse.ts';
 import { type QuestClientOptions, Transport } from './transport.ts';
-import type { Allocation, Batch, Campaign, PublicQuest, QuestDetail } from './types.ts';
+import type { Allocation, Batch, Campaign, PayoutDetail, PublicQuest, QuestDetail, ReversalStatus } from './types.ts';
 import { webhooks } from './webhooks.ts';
 
 export interface Page {
@@ -20,6 +21,8 @@ export interface Page {
 export interface QuestClient {
   /** Credit points to one account, exactly once. */
   allocate(request: AllocateRequest): Promise<AllocateOutcome>;
+  /** Take points back from a payout (all of its remainder without `points`), exactly once. */
+  reverse(request: ReverseRequest): Promise<ReverseOutcome>;
   /** Credit many rows through batches; yields per-batch reports with per-row results. */
   creditMany<R extends CreditRow>(
     questId: number,
@@ -33,6 +36,10 @@ export interface QuestClient {
   getCampaign(id: number, o?: { signal?: AbortSignal }): Promise<Campaign>;
   /** An allocation's status (the Location of a 202). */
   getAllocation(questId: number, allocationId: string, o?: { signal?: AbortSignal }): Promise<Allocation>;
+  /** A reversal's status (the Location of a 202). */
+  getReversal(questId: number, reversalId: string, o?: { signal?: AbortSignal }): Promise<ReversalStatus>;
+  /** A payout with reversed_amount and its reversals (owner's key). */
+  getPayout(questId: number, payoutId: string, o?: { signal?: AbortSignal }): Promise<PayoutDetail>;
   /** A batch's progress and a page of its results. */
   getBatch(questId: number, batchId: string, page?: Page, o?: { signal?: AbortSignal }): Promise<Batch>;
   webhooks: typeof webhooks;
@@ -49,6 +56,7 @@ export function createQuestClient(options: QuestClientOptions): QuestClient {
   ) => t.ok(await t.call(operation, send, { signal }), operation);
   return {
     allocate: (request) => allocate(t, request),
+    reverse: (request) => reverse(t, request),
     creditMany: (questId, rows, o) => creditMany(t, questId, rows, o),
     getQuest: (questId, page = {}, o = {}) =>
       read(
@@ -69,6 +77,22 @@ export function createQuestClient(options: QuestClientOptions): QuestClient {
           o.signal,
         )
       ).allocation,
+    getReversal: async (questId, reversalId, o = {}) =>
+      (
+        await read(
+          'getReversal',
+          (signal) => api.GET('/quests/{questId}/reversals/{reversalId}', { params: { path: { questId, reversalId } }, signal }),
+          o.signal,
+        )
+      ).reversal,
+    getPayout: async (questId, payoutId, o = {}) =>
+      (
+        await read(
+          'getPayout',
+          (signal) => api.GET('/quests/{questId}/payouts/{payoutId}', { params: { path: { questId, payoutId } }, signal }),
+          o.signal,
+        )
+      ).payout,
     getBatch: async (questId, batchId, page = {}, o = {}) =>
       (
         await read(

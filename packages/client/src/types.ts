@@ -15,6 +15,9 @@ export type Campaign = Schemas['Campaign'];
 export type Allocation = Schemas['Allocation'];
 export type Batch = Schemas['Batch'];
 export type BatchResult = Schemas['BatchResult'];
+export type Reversal = Schemas['Reversal'];
+export type ReversalStatus = Schemas['ReversalStatus'];
+export type PayoutDetail = Schemas['PayoutDetail'];
 export type ErrorCode = Schemas['ErrorCode'];
 export type ErrorResponse = Schemas['ErrorResponse'];
 
@@ -34,3 +37,17 @@ export type RejectionCode = (typeof REJECTION_CODES)[number];
 
 export const isRejectionCode = (code: unknown): code is RejectionCode =>
   typeof code === 'string' && (REJECTION_CODES as readonly string[]).includes(code);
+
+/**
+ * The codes of a decision that refuses a reversal: nothing left of the payout, more points than
+ * are left, or no such payout in the quest (a replay of it gets the same answer).
+ */
+export const REVERSAL_REJECTION_CODES = [
+  'PAYOUT_ALREADY_REVERSED',
+  'REVERSAL_EXCEEDS_PAYOUT',
+  'PAYOUT_NOT_FOUND',
+] as const satisfies readonly ErrorCode[];
+export type ReversalRejectionCode = (typeof REVERSAL_REJECTION_CODES)[number];
+
+export const isReversalRejectionCode = (code: unknown): code is ReversalRejectionCode =>
+  typeof code === 'string' && (REVERSAL_REJECTION_CODES as readonly string[]).includes(code);

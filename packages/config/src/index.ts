@@ -1,8 +1,10 @@
 import type { z } from 'zod';
 import { ConfigError } from './errors.ts';
+import { splitUrl } from './urls.ts';
 import { CLUSTER_NODES } from './vars.ts';
 
 export { ConfigError } from './errors.ts';
+export { databaseName, describeUrl, firstAddress, withAddress, withDatabase } from './urls.ts';
 export { findEnvFile, type LoadedEnvironment, loadEnvironment } from './env-file.ts';
 export {
   boolVar,
@@ -46,13 +48,15 @@ function withRedisCluster(source: Record<string, string | undefined>): Record<st
   const nodes = source.REDIS_CLUSTER_NODES?.trim();
   if (!nodes || !CLUSTER_NODES.test(nodes)) return source;
   let auth = '';
+  let tls = '';
   try {
-    const u = new URL(source.REDIS_URL ?? '');
-    if (u.username || u.password) auth = `${u.username}${u.password ? `:${u.password}` : ''}@`;
+    const { scheme, userinfo } = splitUrl(source.REDIS_URL ?? '');
+    if (userinfo) auth = `${userinfo}@`;
+    if (scheme === 'rediss:') tls = '?tls=1';
   } catch {
     // no usable REDIS_URL: no credentials
   }
-  return { ...source, REDIS_URL: `redis-cluster://${auth}${nodes.replace(/\s+/g, '')}` };
+  return { ...source, REDIS_URL: `redis-cluster://${auth}${nodes.replace(/\s+/g, '')}${tls}` };
 }
 
 export { z } from 'zod';

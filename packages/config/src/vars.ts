@@ -121,7 +121,7 @@ export const queueEnv = {
     .meta({
       description:
         "A Redis Cluster's seed nodes (any reachable nodes; the rest are discovered). When set it wins over `REDIS_URL`, " +
-        'whose credentials, if any, are used. See [Running on a Redis Cluster](scaling.md#running-on-a-redis-cluster).',
+        'whose credentials, if any, are used (and TLS when it is a `rediss://` URL). See [Running on a Redis Cluster](scaling.md#running-on-a-redis-cluster).',
       defaultText: 'unset (no cluster)',
       boundsText: '`host:port,host:port,…`',
     }),

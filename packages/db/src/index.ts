@@ -4,6 +4,7 @@ export * from './ledger.ts';
 export * from './lifecycle.ts';
 export * from './reads.ts';
 export * from './observe.ts';
+export * from './payouts.ts';
 export * from './status.ts';
-export * from './url.ts';
 export * from './replication.ts';
+export * from './account-payouts.ts';

@@ -1,13 +1,15 @@
 import {
   type ActionStatus,
-  type AllocationOutcome,
   itemsToLookUp,
   newId,
   type PlanAccount,
+  type PlanAllocationItem,
   type PlanItem,
-  planAllocations,
+  type PlanPayout,
+  planRequests,
   type QuestLedgerState,
   type RejectionCode,
+  type RequestOutcome,
   type StoredOutcome,
 } from '@quest/domain';
 import { pipelinedTransaction, type Sql } from './client.ts';
@@ -18,13 +20,16 @@ import { advanceBatch } from './lifecycle.ts';
  * of round trips whatever the list length:
  *
  *  1. read (pipelined behind BEGIN): lock the items' quest rows; read outcomes already stored for
- *     the request keys that may have one; read the accounts of their addresses.
- *  2. plan, in memory, with the pure `planAllocations` (window, action type, budget, account,
- *     balance limit; replays of stored outcomes; duplicates inside the list).
- *  3. write (pipelined with COMMIT): payouts and rejections, each quest's points_remaining, each
- *     account's balance — set-based, through `unnest` arrays.
+ *     the request keys that may have one; read the accounts of their addresses, and the payouts
+ *     the reversals name with what their stored reversals already took back.
+ *  2. plan, in memory, with the pure `planRequests`: allocations and reversals strictly in list
+ *     order (window, action type, budget, account, balance limit; a reversal's remainder; replays
+ *     of stored outcomes; duplicates inside the list).
+ *  3. write (pipelined with COMMIT): payouts, reversals and their rejections, each quest's
+ *     points_remaining (up by what reversals gave back, also after the quest's window ended), each
+ *     account's balance (net of credits and reversals) — set-based, through `unnest` arrays.
  *
- * A request key has at most one outcome (payout or rejection; the database enforces it), so a job
+ * A request key has at most one outcome (payout, reversal or rejection; the database enforces it), so a job
  * that is redelivered after its worker died, or a client retrying with the same Idempotency-Key,
  * gets the original outcome and never a second credit.
  *
@@ -32,7 +37,10 @@ import { advanceBatch } from './lifecycle.ts';
  * `applyBatchChunk` (a slice of a batch, guarded by the batch's progress).
  */
 
-export type LedgerItem = PlanItem;
+/** An allocation, as a batch chunk carries it. */
+export type LedgerItem = PlanAllocationItem;
+/** An allocation or a reversal, as single requests carry them. */
+export type LedgerRequest = PlanItem;
 
 interface QuestRow {
   id: number;
@@ -52,17 +60,40 @@ interface StoredRow {
   error_code: RejectionCode | null;
 }
 
+interface StoredReversalRow {
+  quest_id: number;
+  id: string;
+  payout_id: string;
+  requested_points: number | null;
+  reason: string | null;
+  amount: number;
+  created_at: Date;
+  address: string | null;
+  error_code: RejectionCode | null;
+}
+
+interface PayoutStateRow {
+  id: string;
+  quest_id: number;
+  account_id: number;
+  amount: number;
+  pass_address: string;
+  balance: number;
+  reversed: number;
+}
+
 /**
- * Apply single requests (one POST, or several coalesced into one job), in list order. On a job's
+ * Apply single requests — allocations and reversals, one POST or several coalesced into one job —
+ * in list order. On a job's
  * first delivery, stored outcomes are read only for client-chosen keys (`itemsToLookUp`); any
  * other attempt (`firstDelivery: false`) reads them for every item, so whatever an earlier attempt
  * committed is replayed, never applied twice.
  */
 export function applyRequests(
   sql: Sql,
-  items: readonly LedgerItem[],
+  items: readonly LedgerRequest[],
   opts: { firstDelivery: boolean; now?: Date },
-): Promise<AllocationOutcome[]> {
+): Promise<RequestOutcome[]> {
   return runLedger(sql, items, itemsToLookUp(items, opts.firstDelivery), opts.now ?? new Date());
 }
 
@@ -75,7 +106,7 @@ export function applyRequests(
 export function applyBatchChunk(
   sql: Sql,
   chunk: { batchId: string; start: number; items: readonly LedgerItem[]; now?: Date },
-): Promise<AllocationOutcome[]> {
+): Promise<RequestOutcome[]> {
   const { batchId, start, items } = chunk;
   return runLedger(sql, items, [], chunk.now ?? new Date(), (tx, plan) =>
     advanceBatch(tx, { batchId, start, count: items.length, succeeded: plan.succeeded, failed: plan.failed }),
@@ -84,30 +115,34 @@ export function applyBatchChunk(
 
 async function runLedger(
   sql: Sql,
-  items: readonly LedgerItem[],
-  lookUp: readonly LedgerItem[],
+  items: readonly LedgerRequest[],
+  lookUp: readonly LedgerRequest[],
   now: Date,
   afterWrites?: (tx: Sql, plan: { succeeded: number; failed: number }) => Promise<unknown>,
-): Promise<AllocationOutcome[]> {
+): Promise<RequestOutcome[]> {
   if (items.length === 0) return [];
   return pipelinedTransaction(sql, async (tx, commit) => {
     const questIds = [...new Set(items.map((i) => i.questId))].sort((a, b) => a - b);
     // Accounts are matched case-insensitively (unique index on lower(pass_address)), so callers may
     // pass addresses in any case; answers carry the stored, checksummed form.
-    const addresses = [...new Set(items.map((i) => i.address.toLowerCase()))];
-    const keysQ = lookUp.map((i) => i.questId);
-    const keysK = lookUp.map((i) => i.key);
+    const addresses = [...new Set(items.flatMap((i) => (i.kind === 'reversal' ? [] : [i.address.toLowerCase()])))];
+    const payoutIds = [...new Set(items.flatMap((i) => (i.kind === 'reversal' ? [i.payoutId] : [])))];
+    const allocationLookUp = lookUp.filter((i) => i.kind !== 'reversal');
+    const reversalKeys = lookUp.filter((i) => i.kind === 'reversal').map((i) => i.key);
+    const keysQ = allocationLookUp.map((i) => i.questId);
+    const keysK = allocationLookUp.map((i) => i.key);
 
-    // Read, pipelined behind BEGIN. The quest lock is taken first on the server, so the outcome
-    // lookup that follows sees everything committed by the previous holder of the lock. FOR NO KEY
-    // UPDATE, not FOR UPDATE: it serializes ledger transactions on a quest just the same, but does
-    // not block the KEY SHARE lock of inserts that reference the quest (a new batch's row, a 202
-    // marker), so the API can accept the quest's next batch while this one is being applied.
-    const [quests, stored, accounts] = await Promise.all([
+    // Read, pipelined behind BEGIN. The quest lock is taken first on the server, so the reads that
+    // follow see everything committed by the previous holder of the lock (a payout's reversals are
+    // all written under its quest's lock). FOR NO KEY UPDATE, not FOR UPDATE: it serializes ledger
+    // transactions on a quest just the same, but does not block the KEY SHARE lock of inserts that
+    // reference the quest (a new batch's row, a 202 marker), so the API can accept the quest's next
+    // batch while this one is being applied.
+    const [quests, stored, storedReversals, accounts, payouts] = await Promise.all([
       tx<QuestRow[]>`
         select id, start_at, end_at, action_status, points_remaining
         from quests where id = any(${questIds}::int[]) order by id for no key update`,
-      lookUp.length === 0
+      allocationLookUp.length === 0
         ? ([] as StoredRow[])
         : tx<StoredRow[]>`
         select p.quest_id, p.request_key, p.id, p.amount, p.created_at, a.pass_address as address, null as error_code
@@ -116,11 +151,39 @@ async function runLedger(
         union all
         select quest_id, request_key, null, points, created_at, address, error_code from allocation_rejections
         where (quest_id, request_key) in (select * from unnest(${keysQ}::int[], ${keysK}::text[]))`,
-      tx<{ id: number; pass_address: string; balance: number }[]>`
+      reversalKeys.length === 0
+        ? ([] as StoredReversalRow[])
+        : tx<StoredReversalRow[]>`
+        select r.quest_id, r.id, r.payout_id, r.requested_points, r.reason, r.amount, r.created_at,
+               a.pass_address as address, null as error_code
+        from reversals r join accounts a on a.id = r.account_id where r.id = any(${reversalKeys}::text[])
+        union all
+        select quest_id, id, payout_id, requested_points, reason, 0, created_at, null, error_code
+        from reversal_rejections where id = any(${reversalKeys}::text[])`,
+      addresses.length === 0
+        ? ([] as { id: number; pass_address: string; balance: number }[])
+        : tx<{ id: number; pass_address: string; balance: number }[]>`
         select id, pass_address, balance from accounts where lower(pass_address) = any(${addresses}::text[])`,
+      // sum() of bigint is numeric, which postgres.js hands over as a string: cast it back to int8.
+      payoutIds.length === 0
+        ? ([] as PayoutStateRow[])
+        : tx<PayoutStateRow[]>`
+        select p.id, p.quest_id, p.account_id, p.amount, a.pass_address, a.balance,
+               coalesce((select sum(r.amount) from reversals r where r.payout_id = p.id), 0)::int8 as reversed
+        from payouts p join accounts a on a.id = p.account_id
+        where p.id = any(${payoutIds}::text[])`,
     ]);
 
-    const plan = planAllocations(
+    const accountsByAddress = new Map(
+      accounts.map((a): [string, PlanAccount] => [
+        a.pass_address.toLowerCase(),
+        { id: a.id, passAddress: a.pass_address, balance: a.balance },
+      ]),
+    );
+    for (const p of payouts) {
+      accountsByAddress.set(p.pass_address.toLowerCase(), { id: p.account_id, passAddress: p.pass_address, balance: p.balance });
+    }
+    const plan = planRequests(
       items,
       {
         quests: new Map(
@@ -129,39 +192,81 @@ async function runLedger(
             { startAt: q.start_at, endAt: q.end_at, actionStatus: q.action_status, pointsRemaining: q.points_remaining },
           ]),
         ),
-        accounts: new Map(
-          accounts.map((a): [string, PlanAccount] => [
-            a.pass_address.toLowerCase(),
-            { id: a.id, passAddress: a.pass_address, balance: a.balance },
+        accounts: accountsByAddress,
+        payouts: new Map(
+          payouts.map((p): [string, PlanPayout] => [
+            p.id,
+            {
+              id: p.id,
+              questId: p.quest_id,
+              accountId: p.account_id,
+              passAddress: p.pass_address,
+              amount: p.amount,
+              reversed: Number(p.reversed),
+            },
           ]),
         ),
-        stored: stored.map(
-          (o): StoredOutcome => ({
-            questId: o.quest_id,
-            key: o.request_key,
-            payoutId: o.id,
-            amount: o.amount,
-            createdAt: o.created_at,
-            address: o.address,
-            errorCode: o.error_code,
-          }),
-        ),
+        stored: [
+          ...stored.map(
+            (o): StoredOutcome => ({
+              questId: o.quest_id,
+              key: o.request_key,
+              payoutId: o.id,
+              amount: o.amount,
+              createdAt: o.created_at,
+              address: o.address,
+              errorCode: o.error_code,
+            }),
+          ),
+          ...storedReversals.map(
+            (r): StoredOutcome => ({
+              kind: 'reversal',
+              questId: r.quest_id,
+              key: r.id,
+              payoutId: r.payout_id,
+              requestedPoints: r.requested_points,
+              reason: r.reason,
+              amount: r.amount,
+              createdAt: r.created_at,
+              address: r.address,
+              errorCode: r.error_code,
+            }),
+          ),
+        ],
       },
       now,
       () => newId('pay', now.getTime()),
     );
 
-    // Write, pipelined with COMMIT. Credits come in account id order, so two partitions crediting
-    // the same accounts lock them in the same order.
+    // Write, pipelined with COMMIT. Balance changes come in account id order, so two partitions
+    // crediting (or reversing on) the same accounts lock them in the same order.
     const writes: Promise<unknown>[] = [];
-    const { payouts, rejections, credits } = plan;
-    if (payouts.length) {
+    const { payouts: paid, rejections, reversals, reversalRejections, credits } = plan;
+    if (paid.length) {
       writes.push(tx`
         insert into payouts (id, quest_id, account_id, amount, request_key, batch_id, item_index, created_at)
         select *, ${now}::timestamptz from unnest(
-          ${payouts.map((r) => r.id)}::text[], ${payouts.map((r) => r.questId)}::int[], ${payouts.map((r) => r.accountId)}::bigint[],
-          ${payouts.map((r) => r.amount)}::bigint[], ${payouts.map((r) => r.key)}::text[], ${payouts.map((r) => r.batchId)}::text[],
-          ${payouts.map((r) => r.itemIndex)}::int[])`);
+          ${paid.map((r) => r.id)}::text[], ${paid.map((r) => r.questId)}::int[], ${paid.map((r) => r.accountId)}::bigint[],
+          ${paid.map((r) => r.amount)}::bigint[], ${paid.map((r) => r.key)}::text[], ${paid.map((r) => r.batchId)}::text[],
+          ${paid.map((r) => r.itemIndex)}::int[])`);
+    }
+    if (reversals.length) {
+      writes.push(tx`
+        insert into reversals (id, quest_id, payout_id, account_id, amount, requested_points, reason, created_at)
+        select *, ${now}::timestamptz from unnest(
+          ${reversals.map((r) => r.id)}::text[], ${reversals.map((r) => r.questId)}::int[], ${reversals.map((r) => r.payoutId)}::text[],
+          ${reversals.map((r) => r.accountId)}::bigint[], ${reversals.map((r) => r.amount)}::bigint[],
+          ${reversals.map((r) => r.requestedPoints)}::bigint[], ${reversals.map((r) => r.reason)}::text[])`);
+    }
+    if (reversalRejections.length) {
+      const rr = reversalRejections;
+      writes.push(tx`
+        insert into reversal_rejections (id, quest_id, payout_id, requested_points, reason, error_code, created_at)
+        select *, ${now}::timestamptz from unnest(
+          ${rr.map((r) => r.key)}::text[], ${rr.map((r) => r.questId)}::int[], ${rr.map((r) => r.payoutId)}::text[],
+          ${rr.map((r) => r.requestedPoints)}::bigint[], ${rr.map((r) => r.reason)}::text[], ${rr.map((r) => r.code)}::text[])`);
+    }
+    if (credits.length) {
       writes.push(tx`
         update accounts a set balance = a.balance + v.amount
         from unnest(${credits.map((c) => c[0])}::bigint[], ${credits.map((c) => c[1])}::bigint[]) as v(id, amount)

@@ -13,15 +13,17 @@ import type { Sql } from './client.ts';
  * worker starts or resumes it → `completed` with its last chunk, or `failed` (resumable).
  */
 
-export interface RequestMark {
+/** A request's marker: an allocation's (address, points) or a reversal's (payout, points?, reason?). */
+export type RequestMark = (
+  | { kind?: 'allocation'; address: string; points: number }
+  | { kind: 'reversal'; payoutId: string; points?: number | undefined; reason?: string | undefined }
+) & {
   questId: number;
   key: string;
-  address: string;
-  points: number;
   /** When the item was enqueued (ms since epoch): orders the marker's writers (see migration 00006). */
   enqueuedAt: number;
   jobId?: string | undefined;
-}
+};
 
 /**
  * Write markers: pending (the API, before answering 202) or failed (the worker, when it gives an
@@ -30,27 +32,37 @@ export interface RequestMark {
  */
 async function writeMarkers(sql: Sql, status: 'pending' | 'failed', marks: readonly RequestMark[]) {
   if (marks.length === 0) return;
+  const reversal = (m: RequestMark) => (m.kind === 'reversal' ? m : undefined);
   await sql`
-    insert into allocation_requests as r (quest_id, request_key, address, points, status, error_code, enqueued_at, job_id)
-    select v.quest_id, v.request_key, v.address, v.points, ${status}, ${status === 'failed' ? 'ALLOCATION_FAILED' : null},
-           to_timestamp(v.enqueued_ms / 1000.0), v.job_id
-    from unnest(${marks.map((m) => m.questId)}::int[], ${marks.map((m) => m.key)}::text[], ${marks.map((m) => m.address)}::text[],
-                ${marks.map((m) => m.points)}::bigint[], ${marks.map((m) => m.enqueuedAt)}::bigint[], ${marks.map((m) => m.jobId ?? null)}::text[])
-         as v(quest_id, request_key, address, points, enqueued_ms, job_id)
+    insert into allocation_requests as r
+      (quest_id, request_key, kind, address, points, payout_id, reason, status, error_code, enqueued_at, job_id)
+    select v.quest_id, v.request_key, v.kind, v.address, v.points, v.payout_id, v.reason, ${status},
+           ${status === 'failed' ? 'ALLOCATION_FAILED' : null}, to_timestamp(v.enqueued_ms / 1000.0), v.job_id
+    from unnest(${marks.map((m) => m.questId)}::int[], ${marks.map((m) => m.key)}::text[],
+                ${marks.map((m) => m.kind ?? 'allocation')}::text[],
+                ${marks.map((m) => (m.kind === 'reversal' ? null : m.address))}::text[], ${marks.map((m) => m.points ?? null)}::bigint[],
+                ${marks.map((m) => reversal(m)?.payoutId ?? null)}::text[], ${marks.map((m) => reversal(m)?.reason ?? null)}::text[],
+                ${marks.map((m) => m.enqueuedAt)}::bigint[], ${marks.map((m) => m.jobId ?? null)}::text[])
+         as v(quest_id, request_key, kind, address, points, payout_id, reason, enqueued_ms, job_id)
     where not exists (select 1 from payouts p where p.quest_id = v.quest_id and p.request_key = v.request_key and p.batch_id is null)
       and not exists (select 1 from allocation_rejections j where j.quest_id = v.quest_id and j.request_key = v.request_key)
+      and not exists (select 1 from reversals x where x.id = v.request_key)
+      and not exists (select 1 from reversal_rejections y where y.id = v.request_key)
     on conflict (quest_id, request_key) do update set
       status = excluded.status, error_code = excluded.error_code, enqueued_at = excluded.enqueued_at,
       job_id = coalesce(excluded.job_id, r.job_id), updated_at = now()
     where excluded.enqueued_at > r.enqueued_at or (excluded.enqueued_at = r.enqueued_at and excluded.status = 'failed')`;
 }
 
-/** Remember a request answered 202, so its status can be reported (and re-driven) before its decision lands. */
-export function recordPendingAllocation(sql: Sql, mark: RequestMark): Promise<void> {
+/**
+ * Remember a request (an allocation or a reversal) answered 202, so its status can be reported (and
+ * re-driven) before its decision lands.
+ */
+export function recordPendingRequest(sql: Sql, mark: RequestMark): Promise<void> {
   return writeMarkers(sql, 'pending', [mark]);
 }
 
-/** The worker gave these items up: nothing was applied; a retry with the same key is safe. */
+/** The worker gave these items (allocations or reversals) up: nothing was applied; a retry with the same key is safe. */
 export function markAllocationsFailed(sql: Sql, marks: readonly RequestMark[]): Promise<void> {
   return writeMarkers(sql, 'failed', marks);
 }

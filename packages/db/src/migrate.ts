@@ -2,8 +2,8 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import postgres from 'postgres';
 import shift from 'postgres-shift';
+import { databaseName, describeUrl, withDatabase } from '@quest/config/urls';
 import { classifyDbError, createSql } from './client.ts';
-import { parseDatabaseUrl } from './url.ts';
 
 /**
  * Found through the package, not relative to this file, so it also resolves when this module is
@@ -20,8 +20,7 @@ const MIGRATION_LOCK_ID = 7_351_042_001;
  * losing a race with a concurrent creator is fine.
  */
 export async function ensureDatabase(url: string): Promise<boolean> {
-  const target = parseDatabaseUrl(url);
-  const name = target.database;
+  const name = databaseName(url);
   if (!name) throw new Error('DATABASE_URL names no database');
   const probe = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 5 });
   try {
@@ -32,7 +31,7 @@ export async function ensureDatabase(url: string): Promise<boolean> {
   } finally {
     await probe.end({ timeout: 1 });
   }
-  const maintenance = postgres(target.withDatabase('postgres'), { max: 1, onnotice: () => {}, connect_timeout: 5 });
+  const maintenance = postgres(withDatabase(url, 'postgres'), { max: 1, onnotice: () => {}, connect_timeout: 5 });
   try {
     await maintenance.unsafe(`create database "${name.replaceAll('"', '""')}"`);
     return true;
@@ -101,7 +100,7 @@ export async function waitForDatabase(
   url: string,
   opts: { logger?: { warn(obj: object, msg?: string): void }; maxPauseMs?: number; signal?: AbortSignal } = {},
 ): Promise<void> {
-  const name = parseDatabaseUrl(url).describe();
+  const name = describeUrl(url, 'the configured database');
   for (let attempt = 1; ; attempt++) {
     const probe = createSql(url, { max: 1, applicationName: 'quest-rewards-probe', connectTimeout: 5 });
     try {

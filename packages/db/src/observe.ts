@@ -40,7 +40,9 @@ export async function pendingWork(sql: Sql): Promise<PendingWork> {
       from allocation_requests r
      where r.status = 'pending'
        and not exists (select 1 from payouts p where p.quest_id = r.quest_id and p.request_key = r.request_key and p.batch_id is null)
-       and not exists (select 1 from allocation_rejections j where j.quest_id = r.quest_id and j.request_key = r.request_key)`;
+       and not exists (select 1 from allocation_rejections j where j.quest_id = r.quest_id and j.request_key = r.request_key)
+       and not exists (select 1 from reversals x where x.id = r.request_key)
+       and not exists (select 1 from reversal_rejections y where y.id = r.request_key)`;
   const [batches] = await sql<
     { count: number; oldest: Date | null; m1: number; m10: number; pending: number; processing: number }[]
   >`

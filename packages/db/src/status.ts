@@ -1,4 +1,4 @@
-import { type PayoutView, payoutView, type RejectionCode } from '@quest/domain';
+import { type PayoutView, payoutView, type RejectionCode, type ReversalView, reversalView } from '@quest/domain';
 import type { Sql } from './client.ts';
 import { BATCH_COLUMNS, type BatchRow } from './lifecycle.ts';
 
@@ -43,18 +43,65 @@ export async function getAllocationStatus(sql: Sql, questId: number, key: string
     select error_code, created_at from allocation_rejections where quest_id = ${questId} and request_key = ${key}`;
   if (rejected) return { status: 'rejected', code: rejected.error_code, updatedAt: rejected.created_at };
   const [marker] = await sql<{ status: 'pending' | 'failed'; error_code: string | null; updated_at: Date }[]>`
-    select status, error_code, updated_at from allocation_requests where quest_id = ${questId} and request_key = ${key}`;
+    select status, error_code, updated_at from allocation_requests
+    where quest_id = ${questId} and request_key = ${key} and kind = 'allocation'`;
   if (!marker) return undefined;
   return marker.status === 'failed'
     ? { status: 'failed', code: marker.error_code ?? 'ALLOCATION_FAILED', updatedAt: marker.updated_at }
     : { status: 'pending', updatedAt: marker.updated_at };
 }
 
+export type ReversalStatus =
+  | { status: 'completed'; reversal: ReversalView; updatedAt: Date }
+  | { status: 'rejected'; code: RejectionCode; payoutId: string; updatedAt: Date }
+  | { status: 'pending'; payoutId: string; updatedAt: Date }
+  | { status: 'failed'; payoutId: string; updatedAt: Date };
+
+/**
+ * The outcome of a reversal request (its id is its request key), newest truth first: the reversal
+ * or its rejection is final; otherwise the 202 marker says pending (or failed). Undefined when
+ * unknown in this quest.
+ */
+export async function getReversalStatus(sql: Sql, questId: number, id: string): Promise<ReversalStatus | undefined> {
+  const [done] = await sql<
+    { payout_id: string; amount: number; reason: string | null; created_at: Date; pass_address: string }[]
+  >`
+    select r.payout_id, r.amount, r.reason, r.created_at, a.pass_address
+    from reversals r join accounts a on a.id = r.account_id
+    where r.id = ${id} and r.quest_id = ${questId}`;
+  if (done) {
+    const reversal = reversalView({
+      id,
+      payoutId: done.payout_id,
+      questId,
+      amount: done.amount,
+      reason: done.reason,
+      createdAt: done.created_at,
+      pass: done.pass_address,
+    });
+    return { status: 'completed', reversal, updatedAt: done.created_at };
+  }
+  const [rejected] = await sql<{ payout_id: string; error_code: RejectionCode; created_at: Date }[]>`
+    select payout_id, error_code, created_at from reversal_rejections where id = ${id} and quest_id = ${questId}`;
+  if (rejected) {
+    return { status: 'rejected', code: rejected.error_code, payoutId: rejected.payout_id, updatedAt: rejected.created_at };
+  }
+  const [marker] = await sql<{ status: 'pending' | 'failed'; payout_id: string; updated_at: Date }[]>`
+    select status, payout_id, updated_at from allocation_requests
+    where quest_id = ${questId} and request_key = ${id} and kind = 'reversal'`;
+  if (!marker) return undefined;
+  return { status: marker.status, payoutId: marker.payout_id, updatedAt: marker.updated_at };
+}
+
+/** A request answered 202 and still undecided: an allocation (address, points) or a reversal (payout_id, points?, reason?). */
 export interface StrandedRequest {
   quest_id: number;
   request_key: string;
-  address: string;
-  points: number;
+  kind: 'allocation' | 'reversal';
+  address: string | null;
+  points: number | null;
+  payout_id: string | null;
+  reason: string | null;
   job_id: string | null;
   redrives: number;
 }
@@ -62,11 +109,13 @@ export interface StrandedRequest {
 /** Requests answered 202, still undecided, untouched for `olderThanMs`: candidates for a re-drive. */
 export function findStrandedRequests(sql: Sql, opts: { olderThanMs: number; limit: number }): Promise<StrandedRequest[]> {
   return sql<StrandedRequest[]>`
-    select r.quest_id, r.request_key, r.address, r.points, r.job_id, r.redrives
+    select r.quest_id, r.request_key, r.kind, r.address, r.points, r.payout_id, r.reason, r.job_id, r.redrives
     from allocation_requests r
     where r.status = 'pending' and r.updated_at < now() - ${opts.olderThanMs} * interval '1 millisecond'
       and not exists (select 1 from payouts p where p.quest_id = r.quest_id and p.request_key = r.request_key and p.batch_id is null)
       and not exists (select 1 from allocation_rejections j where j.quest_id = r.quest_id and j.request_key = r.request_key)
+      and not exists (select 1 from reversals x where x.id = r.request_key)
+      and not exists (select 1 from reversal_rejections y where y.id = r.request_key)
     order by r.updated_at
     limit ${opts.limit}`;
 }

@@ -318,7 +318,7 @@ describe('audit', () => {
       const clean = await audit(s);
       expect(clean).toMatchObject({
         ok: true,
-        checked: { quests: 2, accounts: 2, payouts: 3, pointsPaidOut: 42 },
+        checked: { quests: 2, accounts: 2, payouts: 3, pointsPaidOut: 42, reversals: 0, pointsReversed: 0 },
         violations: { quests: 0, accounts: 0, payouts: 0 },
         quests: [],
         accounts: [],
@@ -334,8 +334,9 @@ describe('audit', () => {
           totalPoints: 1000,
           pointsRemaining: 964,
           paidOut: 35,
+          reversed: 0,
           discrepancy: 1,
-          problems: ['total_points <> points_remaining + sum(payouts)'],
+          problems: ['total_points <> points_remaining + sum(payouts) - sum(reversals)'],
         },
       ]);
 
@@ -345,7 +346,15 @@ describe('audit', () => {
       expect(account.ok).toBe(false);
       expect(account.quests).toEqual([]);
       expect(account.accounts).toEqual([
-        { accountId: a2.id, pass: a2.pass, balance: 30, paidIn: 25, discrepancy: 5, problems: ['balance <> sum(payouts)'] },
+        {
+          accountId: a2.id,
+          pass: a2.pass,
+          balance: 30,
+          paidIn: 25,
+          reversed: 0,
+          discrepancy: 5,
+          problems: ['balance <> sum(payouts) - sum(reversals)'],
+        },
       ]);
 
       // A negative value is caught even when the sums agree (constraints dropped to simulate damage).
@@ -364,11 +373,78 @@ describe('audit', () => {
         ]),
       );
       expect(negative.accounts).toEqual([
-        { accountId: a1.id, pass: a1.pass, balance: -17, paidIn: -17, discrepancy: 0, problems: ['balance < 0'] },
+        { accountId: a1.id, pass: a1.pass, balance: -17, paidIn: -17, reversed: 0, discrepancy: 0, problems: ['balance < 0'] },
       ]);
       expect(negative.quests.map((q) => [q.questId, q.discrepancy])).toEqual([
         [q1.id, 20],
         [q2.id, 14],
+      ]);
+    } finally {
+      await own.drop();
+    }
+  });
+
+  it('counts reversals: total = remaining + paid − reversed, balance = paid − reversed, no payout over-reversed', async () => {
+    const own = await createTestDatabase();
+    try {
+      const s = own.sql;
+      const { owner } = await createOwner(s, { name: 'Reversed', pass: `0x${randomHex()}` });
+      const q = await createQuest(s, {
+        ownerId: owner.id,
+        name: 'Q',
+        startAt: new Date(Date.now() - DAY),
+        endAt: new Date(Date.now() + DAY),
+        totalPoints: 100,
+        expectedPointsPerCompletion: 1,
+      });
+      const a = await createAccount(s, { pass: `0x${randomHex()}` });
+      await credit(s, q.id, a.id, 40);
+      const [payout] = await s<{ id: string }[]>`select id from payouts where quest_id = ${q.id}`;
+      // Written the way the ledger writes a reversal: the row, the budget back, the balance down.
+      const reverse = (amount: number, ledger = true) =>
+        s.begin(async (tx) => {
+          await tx`insert into reversals (id, quest_id, payout_id, account_id, amount, created_at)
+            values (${`rev_${randomHex()}`}, ${q.id}, ${payout!.id}, ${a.id}, ${amount}, now())`;
+          if (!ledger) return;
+          await tx`update quests set points_remaining = points_remaining + ${amount} where id = ${q.id}`;
+          await tx`update accounts set balance = balance - ${amount} where id = ${a.id}`;
+        });
+      await reverse(15);
+      await reverse(25);
+      const clean = await audit(s);
+      expect(clean).toMatchObject({
+        ok: true,
+        checked: { quests: 1, accounts: 1, payouts: 1, pointsPaidOut: 40, reversals: 2, pointsReversed: 40 },
+      });
+
+      // A reversal row without its ledger moves, taking the payout past its amount.
+      await reverse(1, false);
+      const broken = await audit(s);
+      expect(broken.violations).toEqual({ quests: 1, accounts: 1, payouts: 1 });
+      expect(broken.quests).toEqual([
+        {
+          questId: q.id,
+          totalPoints: 100,
+          pointsRemaining: 100,
+          paidOut: 40,
+          reversed: 41,
+          discrepancy: 1,
+          problems: ['total_points <> points_remaining + sum(payouts) - sum(reversals)'],
+        },
+      ]);
+      expect(broken.accounts).toEqual([
+        {
+          accountId: a.id,
+          pass: a.pass,
+          balance: 0,
+          paidIn: 40,
+          reversed: 41,
+          discrepancy: 1,
+          problems: ['balance <> sum(payouts) - sum(reversals)'],
+        },
+      ]);
+      expect(broken.payouts).toEqual([
+        { payoutId: payout!.id, questId: q.id, accountId: a.id, amount: 40, reversed: 41, problems: ['sum(reversals) > amount'] },
       ]);
     } finally {
       await own.drop();
@@ -398,7 +474,14 @@ describe('audit', () => {
 
       const clean = await audit(s);
       expect(clean.ok).toBe(true);
-      expect(clean.checked).toEqual({ quests: QUESTS, accounts: ACCOUNTS, payouts: PAYOUTS, pointsPaidOut: Number(paid) });
+      expect(clean.checked).toEqual({
+        quests: QUESTS,
+        accounts: ACCOUNTS,
+        payouts: PAYOUTS,
+        pointsPaidOut: Number(paid),
+        reversals: 0,
+        pointsReversed: 0,
+      });
 
       await s`update accounts set balance = balance + 1 where id in (select id from accounts order by id limit 3)`;
       await s`update quests set points_remaining = points_remaining - 1 where id in (select id from quests order by id desc limit 4)`;

@@ -6,8 +6,10 @@ import {
   BatchProgressMoved,
   classifyDbError,
   type LedgerItem,
+  type LedgerRequest,
   pipelinedTransaction,
 } from '@quest/db';
+import { auditViolations } from '@quest/testing';
 import { createTestDatabase, type TestDatabase } from '@quest/testing';
 
 let db: TestDatabase;
@@ -48,8 +50,32 @@ beforeAll(async () => {
 afterAll(async () => db?.drop());
 
 /** Every attempt after a job's first delivery reads stored outcomes for every item. */
-const applyAllocations = (sql: typeof db.sql, items: LedgerItem[], opts: { now?: Date } = {}) =>
+const applyAllocations = (sql: typeof db.sql, items: LedgerRequest[], opts: { now?: Date } = {}) =>
   applyRequests(sql, items, { ...opts, firstDelivery: false });
+
+const reversal = (
+  questId: number,
+  payoutId: string,
+  points?: number,
+  key = `rev_${++seq}`,
+): Extract<LedgerRequest, { kind: 'reversal' }> => ({
+  kind: 'reversal',
+  key,
+  questId,
+  payoutId,
+  ...(points === undefined ? {} : { points }),
+});
+const balance = async (address: string) =>
+  (await db.sql<{ balance: number }[]>`select balance from accounts where pass_address = ${address}`)[0]!.balance;
+const reversedOf = async (payoutId: string) =>
+  (
+    await db.sql<{ n: number; sum: number }[]>`
+    select count(*)::int8 as n, coalesce(sum(amount), 0)::int8 as sum from reversals where payout_id = ${payoutId}`
+  )[0]!;
+const payoutIdOf = (o: Awaited<ReturnType<typeof applyAllocations>>[number] | undefined) => {
+  if (o?.status !== 'completed') throw new Error(`expected a payout, got ${JSON.stringify(o)}`);
+  return o.payout.id;
+};
 
 describe('applyRequests', () => {
   it('credits in order against the budget: 60 → 50 → 40 on 100 gives accept, reject, accept', async () => {
@@ -317,5 +343,116 @@ describe('applyRequests', () => {
       select a.id from accounts a left join (select account_id, sum(amount) s from payouts group by 1) p on p.account_id = a.id
       where a.balance <> coalesce(p.s, 0)`;
     expect(rows).toEqual([]);
+  });
+});
+
+describe('applyRequests: reversals', () => {
+  // Accounts of their own: the tests above move the balances of 1..200.
+  beforeAll(async () => {
+    await db.sql`insert into accounts (pass_address) select '0x' || lpad(to_hex(n), 40, '0') from generate_series(5150, 5156) n`;
+  });
+
+  it('takes points back in one transaction: budget up, balance down, a reversal row; answered with its view', async () => {
+    const q = await quest({ total: 100 });
+    const payoutId = payoutIdOf((await applyAllocations(db.sql, [item(q, 60, addr(5150))]))[0]);
+    const now = new Date();
+    const [out] = await applyAllocations(db.sql, [{ ...reversal(q, payoutId, 20, 'rev_one'), reason: 'bot farm' }], { now });
+    expect(out).toEqual({
+      status: 'reversed',
+      reversal: {
+        id: 'rev_one',
+        payout_id: payoutId,
+        quest_id: q,
+        amount: 20,
+        reason: 'bot farm',
+        created_at: now.toISOString(),
+        account: { pass: addr(5150) },
+      },
+    });
+    expect(await ledgerState(q)).toMatchObject({ points_remaining: 60, paid: 60 });
+    expect(await balance(addr(5150))).toBe(40);
+    expect(await reversedOf(payoutId)).toEqual({ n: 1, sum: 20 });
+    expect(await auditViolations(db.sql)).toEqual([]);
+  });
+
+  it('adds partial reversals up to the payout, rejects the excess, and reverses the remainder by default', async () => {
+    const q = await quest({ total: 100 });
+    const payoutId = payoutIdOf((await applyAllocations(db.sql, [item(q, 50, addr(5151))]))[0]);
+    const out = await applyAllocations(db.sql, [reversal(q, payoutId, 10), reversal(q, payoutId, 15), reversal(q, payoutId, 26)]);
+    expect(out.map((o) => (o.status === 'rejected' ? o.code : o.status))).toEqual([
+      'reversed',
+      'reversed',
+      'REVERSAL_EXCEEDS_PAYOUT',
+    ]);
+    const [rest] = await applyAllocations(db.sql, [reversal(q, payoutId)]);
+    expect(rest).toMatchObject({ status: 'reversed', reversal: { amount: 25 } });
+    const [none] = await applyAllocations(db.sql, [reversal(q, payoutId, 1)]);
+    expect(none).toEqual({ status: 'rejected', code: 'PAYOUT_ALREADY_REVERSED' });
+    expect(await reversedOf(payoutId)).toEqual({ n: 3, sum: 50 });
+    expect(await ledgerState(q)).toMatchObject({ points_remaining: 100 });
+    expect(await balance(addr(5151))).toBe(0);
+    const [r] = await db.sql<{ n: number }[]>`select count(*)::int as n from reversal_rejections where payout_id = ${payoutId}`;
+    expect(r!.n).toBe(2);
+    expect(await auditViolations(db.sql)).toEqual([]);
+  });
+
+  it('allocation → reversal → allocation on an exhausted budget: the last one is credited', async () => {
+    const q = await quest({ total: 30 });
+    const payoutId = payoutIdOf((await applyAllocations(db.sql, [item(q, 30, addr(5152))]))[0]);
+    const out = await applyAllocations(db.sql, [item(q, 30, addr(5153)), reversal(q, payoutId), item(q, 30, addr(5153))]);
+    expect(out.map((o) => (o.status === 'rejected' ? o.code : o.status))).toEqual([
+      'INSUFFICIENT_POINTS',
+      'reversed',
+      'completed',
+    ]);
+    expect(await ledgerState(q)).toMatchObject({ points_remaining: 0, payouts: 2, paid: 60 });
+    expect([await balance(addr(5152)), await balance(addr(5153))]).toEqual([0, 30]);
+    expect(await auditViolations(db.sql)).toEqual([]);
+  });
+
+  it('returns the budget also after the window ended, and refuses a payout of another quest as PAYOUT_NOT_FOUND', async () => {
+    const q = await quest({ total: 100 });
+    const other = await quest({ total: 100 });
+    const payoutId = payoutIdOf((await applyAllocations(db.sql, [item(q, 40, addr(5154))]))[0]);
+    await db.sql`update quests set end_at = now() - interval '1 second', start_at = now() - interval '2 hours' where id = ${q}`;
+    expect((await applyAllocations(db.sql, [item(q, 1, addr(5154))]))[0]).toEqual({
+      status: 'rejected',
+      code: 'QUEST_NOT_ACTIVE',
+    });
+    const [wrong] = await applyAllocations(db.sql, [reversal(other, payoutId, 5)]);
+    expect(wrong).toEqual({ status: 'rejected', code: 'PAYOUT_NOT_FOUND' });
+    const [late] = await applyAllocations(db.sql, [reversal(q, payoutId, 5)]);
+    expect(late).toMatchObject({ status: 'reversed', reversal: { amount: 5 } });
+    expect(await ledgerState(q)).toMatchObject({ points_remaining: 65 });
+    expect(await ledgerState(other)).toMatchObject({ points_remaining: 100 });
+  });
+
+  it('replays a stored reversal or rejection for the same key and body, and refuses another body', async () => {
+    const q = await quest({ total: 100 });
+    const payoutId = payoutIdOf((await applyAllocations(db.sql, [item(q, 40, addr(5155))]))[0]);
+    const [first] = await applyAllocations(db.sql, [reversal(q, payoutId, undefined, 'rev_kreplay')]);
+    // A job's first delivery reads stored outcomes for client keys (rev_k…): replayed, not applied twice.
+    const [again] = await applyRequests(db.sql, [reversal(q, payoutId, undefined, 'rev_kreplay')], { firstDelivery: true });
+    expect(again).toEqual({ ...first, replayed: true });
+    const [other] = await applyAllocations(db.sql, [reversal(q, payoutId, 3, 'rev_kreplay')]);
+    expect(other).toEqual({ status: 'rejected', code: 'IDEMPOTENCY_KEY_REUSED' });
+    const [refused] = await applyAllocations(db.sql, [reversal(q, payoutId, 1, 'rev_krefused')]);
+    const [refusedAgain] = await applyAllocations(db.sql, [reversal(q, payoutId, 1, 'rev_krefused')]);
+    expect(refused).toEqual({ status: 'rejected', code: 'PAYOUT_ALREADY_REVERSED' });
+    expect(refusedAgain).toEqual({ ...refused, replayed: true });
+    expect(await reversedOf(payoutId)).toEqual({ n: 1, sum: 40 });
+    expect(await ledgerState(q)).toMatchObject({ points_remaining: 100 });
+  });
+
+  it('never reverses more than a payout under concurrent transactions', async () => {
+    const q = await quest({ total: 1000 });
+    const payoutId = payoutIdOf((await applyAllocations(db.sql, [item(q, 100, addr(5156))]))[0]);
+    const results = (
+      await Promise.all(Array.from({ length: 30 }, () => applyAllocations(db.sql, [reversal(q, payoutId, 7)])))
+    ).flat();
+    expect(results.filter((o) => o.status === 'reversed')).toHaveLength(14);
+    expect(results.filter((o) => o.status === 'rejected' && o.code === 'REVERSAL_EXCEEDS_PAYOUT')).toHaveLength(16);
+    expect(await reversedOf(payoutId)).toEqual({ n: 14, sum: 98 });
+    expect(await auditViolations(db.sql)).toEqual([]);
   });
 });

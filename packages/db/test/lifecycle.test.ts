@@ -6,8 +6,10 @@ import {
   findStrandedBatches,
   findStrandedRequests,
   getAllocationStatus,
+  getReversalStatus,
   markAllocationsFailed,
-  recordPendingAllocation,
+  pendingWork,
+  recordPendingRequest,
   touchRequest,
 } from '@quest/db';
 import { test } from '@quest/testing';
@@ -51,7 +53,7 @@ describe('request lifecycle', () => {
     const mark = { questId: quest, key: 'alc_kraced', address: address!, points: 3, enqueuedAt: 1_000, jobId: '7' };
     // The worker gives the item up first, then the API writes the marker of the same enqueue.
     await markAllocationsFailed(database.sql, [mark]);
-    await recordPendingAllocation(database.sql, mark);
+    await recordPendingRequest(database.sql, mark);
     expect(await getAllocationStatus(database.sql, quest, mark.key)).toMatchObject({
       status: 'failed',
       code: 'ALLOCATION_FAILED',
@@ -59,7 +61,7 @@ describe('request lifecycle', () => {
     // The client retries with the same key: a later enqueue, pending again, whichever write lands first.
     const retry = { ...mark, enqueuedAt: 2_000, jobId: '9' };
     await markAllocationsFailed(database.sql, [{ ...mark, enqueuedAt: 1_500 }]);
-    await recordPendingAllocation(database.sql, retry);
+    await recordPendingRequest(database.sql, retry);
     expect(await getAllocationStatus(database.sql, quest, mark.key)).toMatchObject({ status: 'pending' });
     await markAllocationsFailed(database.sql, [{ ...mark, enqueuedAt: 1_800 }]);
     expect(await getAllocationStatus(database.sql, quest, mark.key)).toMatchObject({ status: 'pending' });
@@ -84,7 +86,7 @@ describe('request lifecycle', () => {
     accounts: [address],
   }) => {
     const mark = { questId: quest, key: 'alc_kstranded', address: address!, points: 1, enqueuedAt: Date.now() };
-    await recordPendingAllocation(database.sql, mark);
+    await recordPendingRequest(database.sql, mark);
     await database.sql`insert into batches (id, quest_id, owner_id, items_digest, total, addresses, points)
                        values ('bat_kstranded', ${quest}, ${owner.id}, 'd', 1, ${[address!]}::text[], ${[1]}::bigint[])`;
     const keys = async () => (await findStrandedRequests(database.sql, { olderThanMs: 0, limit: 100 })).map((r) => r.request_key);
@@ -102,5 +104,64 @@ describe('request lifecycle', () => {
     // Decided: no longer stranded.
     await applyRequests(database.sql, [mark], { firstDelivery: false });
     expect(await keys()).not.toContain(mark.key);
+  });
+
+  test('a reversal: pending marker, stranded with its kind and fields, then decided; failed markers never contradict it', async ({
+    database,
+    quest,
+    accounts: [address],
+  }) => {
+    const [paid] = await applyRequests(
+      database.sql,
+      [{ key: 'alc_kfor-reversal', questId: quest, points: 9, address: address! }],
+      {
+        firstDelivery: false,
+      },
+    );
+    const payoutId = (paid as { payout: { id: string } }).payout.id;
+    const mark = {
+      kind: 'reversal' as const,
+      questId: quest,
+      key: 'rev_kstranded',
+      payoutId,
+      points: 4,
+      reason: 'dupe',
+      enqueuedAt: Date.now(),
+      jobId: '5',
+    };
+    await recordPendingRequest(database.sql, mark);
+    expect(await getReversalStatus(database.sql, quest, mark.key)).toMatchObject({ status: 'pending', payoutId });
+    // Not an allocation's status, and not another quest's.
+    expect(await getAllocationStatus(database.sql, quest, mark.key)).toBeUndefined();
+    expect(await getReversalStatus(database.sql, quest + 1, mark.key)).toBeUndefined();
+    const stranded = await findStrandedRequests(database.sql, { olderThanMs: 0, limit: 100 });
+    expect(stranded.find((r) => r.request_key === mark.key)).toMatchObject({
+      kind: 'reversal',
+      payout_id: payoutId,
+      points: 4,
+      reason: 'dupe',
+      address: null,
+      job_id: '5',
+    });
+    const pendingBefore = (await pendingWork(database.sql)).requests.count;
+    await applyRequests(database.sql, [mark], { firstDelivery: false });
+    // Decided: no longer counted as pending work (quest-admin status).
+    expect((await pendingWork(database.sql)).requests.count).toBe(pendingBefore - 1);
+    expect(await getReversalStatus(database.sql, quest, mark.key)).toMatchObject({
+      status: 'completed',
+      reversal: { id: mark.key, payout_id: payoutId, amount: 4, reason: 'dupe', account: { pass: address } },
+    });
+    expect((await findStrandedRequests(database.sql, { olderThanMs: 0, limit: 100 })).map((r) => r.request_key)).not.toContain(
+      mark.key,
+    );
+    await markAllocationsFailed(database.sql, [{ ...mark, enqueuedAt: Date.now() + 1000 }]);
+    expect(await getReversalStatus(database.sql, quest, mark.key)).toMatchObject({ status: 'completed' });
+    // A rejected reversal reads as rejected, with its code.
+    await applyRequests(database.sql, [{ ...mark, key: 'rev_ktoo-much', points: 99 }], { firstDelivery: false });
+    expect(await getReversalStatus(database.sql, quest, 'rev_ktoo-much')).toMatchObject({
+      status: 'rejected',
+      code: 'REVERSAL_EXCEEDS_PAYOUT',
+      payoutId,
+    });
   });
 });

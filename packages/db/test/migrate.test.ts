@@ -64,6 +64,8 @@ describe('migrate', () => {
       'owners',
       'payouts',
       'quests',
+      'reversal_rejections',
+      'reversals',
     ]);
     const flags = await sql`select name, enabled from feature_flags order by name`;
     expect(flags).toEqual([
@@ -121,6 +123,14 @@ describe('migrate', () => {
     await expect(
       sql`insert into payouts (id, quest_id, account_id, amount, request_key, created_at) values ('pay_3', 999, ${acc!.id}, 5, 'k2', now())`,
     ).rejects.toMatchObject({ code: '23503' });
+    // A reversal takes back a positive amount of a payout that exists, once per request key (its id).
+    const reverse = (id: string, payoutId: string, amount: number) =>
+      sql`insert into reversals (id, quest_id, payout_id, account_id, amount, created_at) values (${id}, ${q!.id}, ${payoutId}, ${acc!.id}, ${amount}, now())`;
+    await reverse('rev_1', 'pay_1', 2);
+    await expect(reverse('rev_1', 'pay_1', 1)).rejects.toMatchObject({ code: '23505' });
+    await expect(reverse('rev_2', 'pay_1', 0)).rejects.toMatchObject({ code: '23514' });
+    await expect(reverse('rev_3', 'pay_missing', 1)).rejects.toMatchObject({ code: '23503' });
+    await expect(reverse('not_a_rev', 'pay_1', 1)).rejects.toMatchObject({ code: '23514' });
     await sql.end();
   });
 });

@@ -11,7 +11,8 @@ describe('error catalogue', () => {
   });
 
   it('keeps the spec statuses: rejections 400, auth 401, unknown things 404', () => {
-    for (const code of REJECTION_CODES) expect(STATUS_BY_CODE[code]).toBe(400);
+    for (const code of REJECTION_CODES) expect(STATUS_BY_CODE[code], code).toBe(code === 'PAYOUT_NOT_FOUND' ? 404 : 400);
+    expect(STATUS_BY_CODE.REVERSAL_NOT_FOUND).toBe(404);
     expect(STATUS_BY_CODE.INVALID_API_KEY).toBe(401);
     expect(STATUS_BY_CODE.NOT_QUEST_OWNER).toBe(401);
     expect(STATUS_BY_CODE.QUEST_NOT_FOUND).toBe(404);

@@ -20,7 +20,7 @@ function pooledRandom(): number {
 
 const ulid = monotonicFactory(pooledRandom);
 
-export const ID_PREFIXES = ['own', 'key', 'pay', 'alc', 'bat'] as const;
+export const ID_PREFIXES = ['own', 'key', 'pay', 'alc', 'bat', 'rev'] as const;
 export type IdPrefix = (typeof ID_PREFIXES)[number];
 
 /** Prefixed, time-sortable identifier, e.g. `pay_01JF8Q…`. Lexical order follows creation time. */

@@ -7,4 +7,5 @@ export * from './keys.ts';
 export * from './partition.ts';
 export * from './plan.ts';
 export * from './quest.ts';
+export * from './reversal.ts';
 export * from './views.ts';

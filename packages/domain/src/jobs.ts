@@ -1,9 +1,11 @@
 import { z } from 'zod';
 import { REJECTION_CODES } from './errors.ts';
+import { REVERSAL_REASON_MAX, reversalViewSchema } from './reversal.ts';
 
 /**
  * The job catalogue shared by producer (api) and consumer (worker): job name → payload schema and
- * result schema. One shape serves every allocation: an ordered list of items for one partition.
+ * result schema. One shape serves every single request: an ordered list of items for one partition,
+ * each an allocation or a reversal (`kind`), so a quest's credits and reversals are decided in one order.
  * A single POST is a list of one; concurrent POSTs to the same partition are coalesced by the API
  * into one job; a batch is a job of its own whose items live in its row in PostgreSQL.
  *
@@ -13,6 +15,8 @@ import { REJECTION_CODES } from './errors.ts';
  */
 
 export const allocationItemSchema = z.object({
+  /** Absent on allocations queued before reversals existed. */
+  kind: z.literal('allocation').optional(),
   /** Request key: the allocation id, unique per quest. The database refuses a second credit for it. */
   key: z.string().min(1).max(200),
   questId: z.number().int().positive(),
@@ -25,6 +29,25 @@ export const allocationItemSchema = z.object({
   requestId: z.string().max(200).optional(),
 });
 export type AllocationItem = z.infer<typeof allocationItemSchema>;
+
+export const reversalItemSchema = z.object({
+  kind: z.literal('reversal'),
+  /** Request key, which is also the reversal's id (`rev_…`): the database refuses a second reversal for it. */
+  key: z.string().min(1).max(200),
+  questId: z.number().int().positive(),
+  payoutId: z.string().min(1).max(200),
+  /** Points to take back; absent: the payout's whole unreversed remainder. */
+  points: z.number().int().positive().max(Number.MAX_SAFE_INTEGER).optional(),
+  reason: z.string().max(REVERSAL_REASON_MAX).optional(),
+  enqueuedAt: z.number().int().nonnegative().optional(),
+  requestId: z.string().max(200).optional(),
+});
+export type ReversalItem = z.infer<typeof reversalItemSchema>;
+
+/** One request of a job: an allocation (kind absent or 'allocation') or a reversal. */
+export const requestItemSchema = z.union([reversalItemSchema, allocationItemSchema]);
+export type RequestItem = AllocationItem | ReversalItem;
+export const isReversalItem = (item: { kind?: string }): item is ReversalItem => item.kind === 'reversal';
 
 export const payoutViewSchema = z.object({
   id: z
@@ -49,14 +72,16 @@ export function payoutView(p: { id: string; amount: number; createdAt: Date | st
   return { id: p.id, amount: p.amount, created_at, account: { pass: p.pass } };
 }
 
-export const allocationOutcomeSchema = z.discriminatedUnion('status', [
+/** What became of one request item: credited (completed), reversed, rejected, or failed (nothing applied). */
+export const requestOutcomeSchema = z.discriminatedUnion('status', [
   // replayed: the outcome was stored earlier for the same request key (an Idempotency-Key retry, a
   // redelivered job or a re-drive), not decided now.
   z.object({ status: z.literal('completed'), payout: payoutViewSchema, replayed: z.literal(true).optional() }),
+  z.object({ status: z.literal('reversed'), reversal: reversalViewSchema, replayed: z.literal(true).optional() }),
   z.object({ status: z.literal('rejected'), code: z.enum(REJECTION_CODES), replayed: z.literal(true).optional() }),
   z.object({ status: z.literal('failed'), code: z.literal('ALLOCATION_FAILED') }),
 ]);
-export type AllocationOutcome = z.infer<typeof allocationOutcomeSchema>;
+export type RequestOutcome = z.infer<typeof requestOutcomeSchema>;
 
 /**
  * Where the worker delivers the job's result: the reply stream of the API process that queued it,
@@ -70,8 +95,8 @@ export type ReplyAddress = z.infer<typeof replyAddressSchema>;
 
 export const JOBS = {
   allocate: {
-    data: z.object({ items: z.array(allocationItemSchema).min(1), reply: replyAddressSchema.optional() }),
-    result: z.object({ outcomes: z.array(allocationOutcomeSchema), worker: z.string() }),
+    data: z.object({ items: z.array(requestItemSchema).min(1), reply: replyAddressSchema.optional() }),
+    result: z.object({ outcomes: z.array(requestOutcomeSchema), worker: z.string() }),
   },
   batch: {
     /** The items live in the batch's row in PostgreSQL, which a re-drive can enqueue again. */

@@ -22,8 +22,13 @@ export function displayPrefix(key: string): string {
   return key.slice(0, 7);
 }
 
-/** Deterministic request key for an idempotent allocation, scoped by owner and quest. */
-export function idempotentRequestKey(ownerId: string, questId: number, idempotencyKey: string, kind: 'alc' | 'bat'): string {
+/** Deterministic request key for an idempotent allocation, batch or reversal, scoped by owner and quest. */
+export function idempotentRequestKey(
+  ownerId: string,
+  questId: number,
+  idempotencyKey: string,
+  kind: 'alc' | 'bat' | 'rev',
+): string {
   const digest = createHash('sha256')
     .update(`${kind}\u0000${ownerId}\u0000${questId}\u0000${idempotencyKey}`)
     .digest('base64url');
@@ -32,6 +37,6 @@ export function idempotentRequestKey(ownerId: string, questId: number, idempoten
 
 /** Whether a request key was derived from a client's Idempotency-Key (so a client may replay it). */
 export function isIdempotentRequestKey(key: string): boolean {
-  // Generated keys are `alc_` + a ULID, whose first character is 0–7; derived ones are `alc_k…`/`bat_k…`.
-  return /^(alc|bat)_k/.test(key);
+  // Generated keys are `alc_`/`rev_` + a ULID, whose first character is 0–7; derived ones are `alc_k…`/`bat_k…`/`rev_k…`.
+  return /^(alc|bat|rev)_k/.test(key);
 }

@@ -1,16 +1,20 @@
-import { type Decision, decideAllocations, type QuestLedgerState } from './allocation.ts';
+import { type AllocationRequestItem, decideAllocation, type QuestLedgerState } from './allocation.ts';
 import type { RejectionCode } from './errors.ts';
-import { type AllocationOutcome, payoutView } from './jobs.ts';
+import { payoutView, type RequestOutcome } from './jobs.ts';
 import { isIdempotentRequestKey } from './keys.ts';
+import { decideReversal, reversalView } from './reversal.ts';
 
 /**
  * The ledger's planner: the *plan* step of read → plan → write. Given the items of one ledger
- * transaction and the state read under the quests' row locks, it decides every item (replaying
- * stored outcomes instead of deciding twice, copying the outcome of a duplicate key inside the
- * list) and returns the rows to write. Pure: the store reads before and writes after.
+ * transaction — allocations and reversals, in the quests' order — and the state read under the
+ * quests' row locks, it decides every item strictly in list order (replaying stored outcomes
+ * instead of deciding twice, copying the outcome of a duplicate key inside the list) and returns
+ * the rows to write. A reversal decided before an allocation gives its points back in time for it.
+ * Pure: the store reads before and writes after.
  */
 
-export interface PlanItem {
+export interface PlanAllocationItem {
+  kind?: 'allocation';
   /** Request key, unique per quest. */
   key: string;
   questId: number;
@@ -21,6 +25,19 @@ export interface PlanItem {
   itemIndex?: number;
 }
 
+export interface PlanReversalItem {
+  kind: 'reversal';
+  /** Request key, and the reversal's id. */
+  key: string;
+  questId: number;
+  payoutId: string;
+  /** Absent: the payout's whole unreversed remainder. */
+  points?: number | undefined;
+  reason?: string | undefined;
+}
+
+export type PlanItem = PlanAllocationItem | PlanReversalItem;
+
 export interface PlanAccount {
   id: number;
   /** Stored, EIP-55 form. */
@@ -28,8 +45,21 @@ export interface PlanAccount {
   balance: number;
 }
 
-/** A payout (payoutId set) or a rejection (errorCode set) already stored for a request key. */
-export interface StoredOutcome {
+/** A payout a reversal of the list names, with what its stored reversals already took back. */
+export interface PlanPayout {
+  id: string;
+  questId: number;
+  accountId: number;
+  /** The account's stored, EIP-55 address. */
+  passAddress: string;
+  amount: number;
+  /** Σ amount of its stored reversals. */
+  reversed: number;
+}
+
+/** A payout (payoutId set) or a rejection (errorCode set) already stored for an allocation's key. */
+export interface StoredAllocation {
+  kind?: 'allocation';
   questId: number;
   key: string;
   payoutId: string | null;
@@ -39,11 +69,32 @@ export interface StoredOutcome {
   errorCode: RejectionCode | null;
 }
 
+/** A reversal (errorCode null) or a reversal's rejection already stored for a key. */
+export interface StoredReversal {
+  kind: 'reversal';
+  questId: number;
+  key: string;
+  payoutId: string;
+  /** The points asked for; null when the request asked for the remainder. */
+  requestedPoints: number | null;
+  reason: string | null;
+  /** The amount reversed (0 for a rejection). */
+  amount: number;
+  createdAt: Date;
+  /** The account's address (null for a rejection). */
+  address: string | null;
+  errorCode: RejectionCode | null;
+}
+
+export type StoredOutcome = StoredAllocation | StoredReversal;
+
 export interface PlanState {
   /** Quests read under their row locks; a missing quest fails its items. */
   quests: ReadonlyMap<number, QuestLedgerState>;
-  /** Accounts by lower-cased pass address. */
+  /** Accounts by lower-cased pass address (those of the allocations and of the reversed payouts). */
   accounts: ReadonlyMap<string, PlanAccount>;
+  /** The payouts named by the list's reversals, by id; a missing one is PAYOUT_NOT_FOUND. */
+  payouts?: ReadonlyMap<string, PlanPayout>;
   stored: readonly StoredOutcome[];
 }
 
@@ -67,16 +118,41 @@ export interface RejectionRow {
   itemIndex: number | null;
 }
 
+export interface ReversalRow {
+  /** The request key. */
+  id: string;
+  questId: number;
+  payoutId: string;
+  accountId: number;
+  amount: number;
+  requestedPoints: number | null;
+  reason: string | null;
+}
+
+export interface ReversalRejectionRow {
+  questId: number;
+  key: string;
+  payoutId: string;
+  requestedPoints: number | null;
+  reason: string | null;
+  code: RejectionCode;
+}
+
 export interface Plan {
   /** One per item, in item order. */
-  outcomes: AllocationOutcome[];
+  outcomes: RequestOutcome[];
   payouts: PayoutRow[];
   rejections: RejectionRow[];
+  reversals: ReversalRow[];
+  reversalRejections: ReversalRejectionRow[];
   /** New points_remaining of each quest whose budget changed. */
   pointsRemaining: Map<number, number>;
-  /** Points to add to each account, by account id, in ascending id order (the lock order). */
+  /**
+   * Points to add to each account (negative: taken back by reversals), net per account, by account
+   * id, in ascending id order (the lock order); accounts whose net change is 0 are left out.
+   */
   credits: [accountId: number, amount: number][];
-  /** Items completed / not completed (rejected, failed or replayed as such). */
+  /** Items completed or reversed / not (rejected, failed or replayed as such). */
   succeeded: number;
   failed: number;
 }
@@ -93,34 +169,85 @@ export function itemsToLookUp<T extends PlanItem>(items: readonly T[], firstDeli
   return firstDelivery ? items.filter((i) => isIdempotentRequestKey(i.key)) : [...items];
 }
 
-export function planAllocations(items: readonly PlanItem[], state: PlanState, now: Date, newPayoutId: () => string): Plan {
+/** Whether two requests with one key carry the same body (same kind, same fields). */
+function sameRequest(a: PlanItem, b: PlanItem): boolean {
+  if (a.kind === 'reversal' || b.kind === 'reversal') {
+    return (
+      a.kind === 'reversal' &&
+      b.kind === 'reversal' &&
+      a.payoutId === b.payoutId &&
+      a.points === b.points &&
+      (a.reason ?? null) === (b.reason ?? null)
+    );
+  }
+  return a.points === b.points && a.address.toLowerCase() === b.address.toLowerCase();
+}
+
+/** The outcome stored for an item's key, replayed; IDEMPOTENCY_KEY_REUSED when the item's body differs. */
+function replay(item: PlanItem, stored: StoredOutcome): RequestOutcome {
+  if (stored.kind === 'reversal') {
+    const same =
+      item.kind === 'reversal' &&
+      item.payoutId === stored.payoutId &&
+      (item.points ?? null) === stored.requestedPoints &&
+      (item.reason ?? null) === stored.reason;
+    if (!same) return { status: 'rejected', code: 'IDEMPOTENCY_KEY_REUSED' };
+    if (stored.errorCode) return { status: 'rejected', code: stored.errorCode, replayed: true };
+    return {
+      status: 'reversed',
+      replayed: true,
+      reversal: reversalView({
+        id: stored.key,
+        payoutId: stored.payoutId,
+        questId: stored.questId,
+        amount: stored.amount,
+        reason: stored.reason,
+        createdAt: stored.createdAt,
+        pass: stored.address!,
+      }),
+    };
+  }
+  const same =
+    item.kind !== 'reversal' && stored.amount === item.points && stored.address.toLowerCase() === item.address.toLowerCase();
+  if (!same) return { status: 'rejected', code: 'IDEMPOTENCY_KEY_REUSED' };
+  if (stored.errorCode) return { status: 'rejected', code: stored.errorCode, replayed: true };
+  return {
+    status: 'completed',
+    replayed: true,
+    payout: payoutView({ id: stored.payoutId!, amount: stored.amount, createdAt: stored.createdAt, pass: stored.address }),
+  };
+}
+
+/**
+ * Decide a list of allocations and reversals, strictly in list order (the list is already in
+ * enqueue order). Each quest's budget is carried from item to item: an allocation spends it, a
+ * reversal gives back what it takes from its payout, so a later allocation may use it.
+ */
+export function planRequests(items: readonly PlanItem[], state: PlanState, now: Date, newPayoutId: () => string): Plan {
   const nowIso = now.toISOString();
-  const lower = items.map((i) => i.address.toLowerCase());
   const storedBySlot = new Map(state.stored.map((o) => [slot(o.questId, o.key), o]));
-  const outcomes: (AllocationOutcome | undefined)[] = new Array(items.length);
+  const outcomes: (RequestOutcome | undefined)[] = new Array(items.length);
   // First occurrence of each request key in this list; later duplicates copy its outcome.
   const firstIndex = new Map<string, number>();
   const duplicates: number[] = [];
-  const freshByQuest = new Map<number, number[]>();
+
+  const payouts: PayoutRow[] = [];
+  const rejections: RejectionRow[] = [];
+  const reversals: ReversalRow[] = [];
+  const reversalRejections: ReversalRejectionRow[] = [];
+  const remaining = new Map<number, number>();
+  const credits = new Map<number, number>();
+  const balances = new Map<number, number>();
+  for (const account of state.accounts.values()) balances.set(account.id, account.balance);
+  // Σ reversed per payout, stored and decided so far in this list.
+  const reversed = new Map<string, number>();
+  const credit = (accountId: number, amount: number) => credits.set(accountId, (credits.get(accountId) ?? 0) + amount);
 
   items.forEach((item, i) => {
     const s = slot(item.questId, item.key);
     const previous = storedBySlot.get(s);
     if (previous) {
-      const sameBody = previous.amount === item.points && previous.address.toLowerCase() === lower[i];
-      if (!sameBody) outcomes[i] = { status: 'rejected', code: 'IDEMPOTENCY_KEY_REUSED' };
-      else if (previous.errorCode) outcomes[i] = { status: 'rejected', code: previous.errorCode, replayed: true };
-      else
-        outcomes[i] = {
-          status: 'completed',
-          replayed: true,
-          payout: payoutView({
-            id: previous.payoutId!,
-            amount: previous.amount,
-            createdAt: previous.createdAt,
-            pass: previous.address,
-          }),
-        };
+      outcomes[i] = replay(item, previous);
       return;
     }
     if (firstIndex.has(s)) {
@@ -128,81 +255,108 @@ export function planAllocations(items: readonly PlanItem[], state: PlanState, no
       return;
     }
     firstIndex.set(s, i);
-    if (!state.quests.has(item.questId)) {
+    const quest = state.quests.get(item.questId);
+    if (!quest) {
       outcomes[i] = { status: 'failed', code: 'ALLOCATION_FAILED' };
       return;
     }
-    const list = freshByQuest.get(item.questId);
-    if (list) list.push(i);
-    else freshByQuest.set(item.questId, [i]);
-  });
+    const { questId } = item;
+    const left = remaining.get(questId) ?? quest.pointsRemaining;
 
-  const payouts: PayoutRow[] = [];
-  const rejections: RejectionRow[] = [];
-  const pointsRemaining = new Map<number, number>();
-  const credits = new Map<number, number>();
-  const balances = new Map<number, number>();
-  for (const account of state.accounts.values()) balances.set(account.id, account.balance);
-
-  // Decide each quest's fresh items in list order (the list is already in enqueue order).
-  for (const [questId, indexes] of freshByQuest) {
-    const quest = state.quests.get(questId)!;
-    const { decisions, pointsRemaining: left } = decideAllocations(
-      quest,
-      indexes.map((i) => ({ points: items[i]!.points, accountId: state.accounts.get(lower[i]!)?.id ?? null })),
-      now,
-      balances,
-    );
-    if (left !== quest.pointsRemaining) pointsRemaining.set(questId, left);
-    decisions.forEach((decision: Decision, n) => {
-      const i = indexes[n]!;
-      const item = items[i]!;
-      const batchId = item.batchId ?? null;
-      const itemIndex = item.itemIndex ?? null;
-      if (decision.ok) {
-        const account = state.accounts.get(lower[i]!)!;
-        const id = newPayoutId();
-        payouts.push({ id, questId, accountId: account.id, amount: item.points, key: item.key, batchId, itemIndex });
-        credits.set(account.id, (credits.get(account.id) ?? 0) + item.points);
-        outcomes[i] = {
-          status: 'completed',
-          payout: payoutView({ id, amount: item.points, createdAt: nowIso, pass: account.passAddress }),
-        };
-      } else {
-        rejections.push({
+    if (item.kind === 'reversal') {
+      const requestedPoints = item.points ?? null;
+      const reason = item.reason ?? null;
+      const payout = state.payouts?.get(item.payoutId);
+      const decision =
+        !payout || payout.questId !== questId
+          ? ({ ok: false, code: 'PAYOUT_NOT_FOUND' } as const)
+          : decideReversal({ amount: payout.amount, reversed: reversed.get(payout.id) ?? payout.reversed }, item.points);
+      if (!decision.ok) {
+        reversalRejections.push({
           questId,
           key: item.key,
-          address: item.address,
-          points: item.points,
+          payoutId: item.payoutId,
+          requestedPoints,
+          reason,
           code: decision.code,
-          batchId,
-          itemIndex,
         });
         outcomes[i] = { status: 'rejected', code: decision.code };
+        return;
       }
-    });
-  }
+      const { amount } = decision;
+      const p = payout!;
+      reversed.set(p.id, (reversed.get(p.id) ?? p.reversed) + amount);
+      remaining.set(questId, left + amount);
+      balances.set(p.accountId, (balances.get(p.accountId) ?? 0) - amount);
+      credit(p.accountId, -amount);
+      reversals.push({ id: item.key, questId, payoutId: p.id, accountId: p.accountId, amount, requestedPoints, reason });
+      outcomes[i] = {
+        status: 'reversed',
+        reversal: reversalView({
+          id: item.key,
+          payoutId: p.id,
+          questId,
+          amount,
+          reason,
+          createdAt: nowIso,
+          pass: p.passAddress,
+        }),
+      };
+      return;
+    }
+
+    const account = state.accounts.get(item.address.toLowerCase());
+    const request: AllocationRequestItem = { points: item.points, accountId: account?.id ?? null };
+    const decision = decideAllocation(quest, left, request, now, balances);
+    const batchId = item.batchId ?? null;
+    const itemIndex = item.itemIndex ?? null;
+    if (!decision.ok) {
+      rejections.push({
+        questId,
+        key: item.key,
+        address: item.address,
+        points: item.points,
+        code: decision.code,
+        batchId,
+        itemIndex,
+      });
+      outcomes[i] = { status: 'rejected', code: decision.code };
+      return;
+    }
+    const id = newPayoutId();
+    remaining.set(questId, left - item.points);
+    credit(account!.id, item.points);
+    payouts.push({ id, questId, accountId: account!.id, amount: item.points, key: item.key, batchId, itemIndex });
+    outcomes[i] = {
+      status: 'completed',
+      payout: payoutView({ id, amount: item.points, createdAt: nowIso, pass: account!.passAddress }),
+    };
+  });
 
   for (const i of duplicates) {
     const item = items[i]!;
     const j = firstIndex.get(slot(item.questId, item.key))!;
     const first = outcomes[j]!;
-    outcomes[i] =
-      items[j]!.points === item.points && lower[j] === lower[i]
-        ? first.status === 'failed'
-          ? first
-          : { ...first, replayed: true }
-        : { status: 'rejected', code: 'IDEMPOTENCY_KEY_REUSED' };
+    outcomes[i] = sameRequest(items[j]!, item)
+      ? first.status === 'failed'
+        ? first
+        : { ...first, replayed: true }
+      : { status: 'rejected', code: 'IDEMPOTENCY_KEY_REUSED' };
   }
 
+  const pointsRemaining = new Map<number, number>();
+  for (const [questId, left] of remaining)
+    if (left !== state.quests.get(questId)!.pointsRemaining) pointsRemaining.set(questId, left);
   let succeeded = 0;
-  for (const o of outcomes) if (o?.status === 'completed') succeeded++;
+  for (const o of outcomes) if (o?.status === 'completed' || o?.status === 'reversed') succeeded++;
   return {
-    outcomes: outcomes as AllocationOutcome[],
+    outcomes: outcomes as RequestOutcome[],
     payouts,
     rejections,
+    reversals,
+    reversalRejections,
     pointsRemaining,
-    credits: [...credits].sort((a, b) => a[0] - b[0]),
+    credits: [...credits].filter(([, amount]) => amount !== 0).sort((a, b) => a[0] - b[0]),
     succeeded,
     failed: items.length - succeeded,
   };

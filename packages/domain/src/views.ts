@@ -49,7 +49,7 @@ export const ID_PARAM_MAX_LENGTH = 200;
 const ULID = '[0-7][0-9a-hjkmnp-tv-z]{25}';
 /** The 32 base64url characters of a key derived from an Idempotency-Key (`idempotentRequestKey`). */
 const DERIVED = 'k[A-Za-z0-9_-]{32}';
-const requestKey = (prefix: 'alc' | 'bat') => `${prefix}_(?:${ULID}|${DERIVED})`;
+const requestKey = (prefix: 'alc' | 'bat' | 'rev') => `${prefix}_(?:${ULID}|${DERIVED})`;
 /** A batch item's allocation id: `<batch id>:<index>`, the index without sign or leading zero. */
 const BATCH_ITEM = `${requestKey('bat')}:(?:0|[1-9][0-9]{0,8})`;
 
@@ -70,6 +70,18 @@ export const batchIdParamSchema = z
   .max(ID_PARAM_MAX_LENGTH)
   .regex(new RegExp(`^${requestKey('bat')}$`), 'must be a batch id (bat_…)')
   .meta({ description: 'Batch id (`bat_…`) as answered by POST /quests/{questId}/batches.' });
+
+export const payoutIdParamSchema = z
+  .string()
+  .max(ID_PARAM_MAX_LENGTH)
+  .regex(new RegExp(`^pay_${ULID}$`), 'must be a payout id (pay_…)')
+  .meta({ description: 'Payout id (`pay_…`), as in the payout of POST /quests/{questId} or GET /quests/{questId}.' });
+
+export const reversalIdParamSchema = z
+  .string()
+  .max(ID_PARAM_MAX_LENGTH)
+  .regex(new RegExp(`^${requestKey('rev')}$`), 'must be a reversal id (rev_…)')
+  .meta({ description: 'Reversal id (`rev_…`) as answered by POST /quests/{questId}/payouts/{payoutId}/reversals, 200 or 202.' });
 
 export const PAGE_LIMIT_DEFAULT = 20;
 export const PAGE_LIMIT_MAX = 100;

@@ -93,16 +93,26 @@ export function producerConnection(url: string, commandTimeoutMs = 1000): Redis 
   });
 }
 
-/** Options for a standalone consumer connection to `url` (a cluster needs redisConnection). */
+/** ioredis options that a URL's query may carry as numbers (`?family=6&connectTimeout=2000`). */
+const NUMERIC_URL_OPTIONS = new Set(['family', 'db', 'connectTimeout', 'commandTimeout', 'keepAlive']);
+
+/**
+ * Options for a standalone consumer connection to `url` (a cluster needs redisConnection): host,
+ * port, credentials, the database index (`/7`, or `?db=7`) and the options of its query, as
+ * ioredis reads a URL itself.
+ */
 export function consumerConnectionOptions(url: string): RedisOptions {
   if (isClusterUrl(url)) throw new Error('consumerConnectionOptions: a Redis Cluster needs redisConnection()');
   const u = new URL(url);
+  const fromQuery: Record<string, string | number> = {};
+  for (const [k, v] of u.searchParams) fromQuery[k] = NUMERIC_URL_OPTIONS.has(k) && /^\d+$/.test(v) ? Number(v) : v;
   return {
+    ...fromQuery,
     host: u.hostname.replace(/^\[|\]$/g, ''),
     port: Number(u.port || 6379),
     username: u.username ? decodeURIComponent(u.username) : undefined,
     password: u.password ? decodeURIComponent(u.password) : undefined,
-    db: u.pathname && u.pathname !== '/' ? Number(u.pathname.slice(1)) : 0,
+    db: u.pathname && u.pathname !== '/' ? Number(u.pathname.slice(1)) : Number(fromQuery.db ?? 0),
     tls: u.protocol === 'rediss:' ? {} : undefined,
     maxRetriesPerRequest: null,
     retryStrategy: (times) => Math.min(times * 100, 1000),

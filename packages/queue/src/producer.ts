@@ -1,13 +1,13 @@
 import type { Redis } from 'ioredis';
 import {
   type AllocateJobData,
-  type AllocationItem,
-  type AllocationOutcome,
   type BatchJobData,
   DomainError,
   type JobName,
   type JobReply,
   jobReplySchema,
+  type RequestItem,
+  type RequestOutcome,
 } from '@quest/domain';
 import { PartitionCountMismatch, producerConnection } from './connection.ts';
 import { type JobState, PartitionQueues, type QueueSettings } from './partitions.ts';
@@ -15,14 +15,14 @@ import { liveMembers } from './pool.ts';
 import { ReplyListener, type ReplyWait } from './replies.ts';
 
 /**
- * How one allocation travelled: its decision came back (`decided`), the job failed (`failed`: a bug
+ * How one request (an allocation or a reversal) travelled: its decision came back (`decided`), the job failed (`failed`: a bug
  * or a permanent error, nothing applied), or no usable reply came within the wait (`undecided`),
  * with where its job stood then — queued, finished (its reply was lost: the database has the
  * decision), failed, or unknown (gone from Redis). What to answer then is the caller's business;
  * the transport knows nothing about where decisions are stored.
  */
 export type Delivery =
-  | { kind: 'decided'; outcome: AllocationOutcome }
+  | { kind: 'decided'; outcome: RequestOutcome }
   | { kind: 'failed' }
   | { kind: 'undecided'; reason: 'timeout' | 'lost' | 'unreadable'; job: JobState; jobId: string; enqueuedAt: number };
 
@@ -45,8 +45,11 @@ export interface AllocatorOptions extends QueueSettings {
 
 /** The API's handle on the allocation pipeline: the transport, from enqueue to reply. */
 export interface Allocator {
-  /** Enqueue one allocation (coalesced with others of its partition) and wait for its decision. */
-  allocate(item: AllocationItem): Promise<Delivery>;
+  /**
+   * Enqueue one request — an allocation or a reversal — (coalesced with others of its partition, in
+   * arrival order) and wait for its decision.
+   */
+  allocate(item: RequestItem): Promise<Delivery>;
   /**
    * Queue a batch job (deduplicated by batch id while one is unfinished, so concurrent retries share
    * it) and wait for its reply up to `waitMs`; undefined when none came.
@@ -61,7 +64,7 @@ export interface Allocator {
 }
 
 interface Pending {
-  item: AllocationItem & { enqueuedAt: number };
+  item: RequestItem & { enqueuedAt: number };
   deadline: number;
   resolve: (r: Delivery) => void;
   reject: (e: unknown) => void;

@@ -1,4 +1,5 @@
 export * from './servers.ts';
+export * from './limits.ts';
 export * from './processes.ts';
 export * from './workers.ts';
 export * from './ports.ts';

@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import postgres from 'postgres';
 import { createSql, type Sql } from '@quest/db';
 import { migrate } from '@quest/db/migrate';
+import { withDatabase } from '@quest/config/urls';
 import { deleteKeysWithPrefix } from '@quest/queue';
 
 /**
@@ -55,9 +56,7 @@ async function startContainers(): Promise<Servers> {
     new PostgreSqlContainer('postgres:16-alpine').withUsername('postgres').withPassword('postgres').start(),
     new RedisContainer('redis:7-alpine').start(),
   ]);
-  const pgUrl = new URL(pg.getConnectionUri());
-  pgUrl.pathname = '/postgres';
-  return { postgresUrl: pgUrl.toString(), redisUrl: redis.getConnectionUrl() };
+  return { postgresUrl: withDatabase(pg.getConnectionUri(), 'postgres'), redisUrl: redis.getConnectionUrl() };
 }
 
 export function testServers(): Promise<Servers> {
@@ -80,12 +79,8 @@ export function uniqueName(prefix: string): string {
   return `${prefix}_${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`;
 }
 
-/** `url` (a PostgreSQL server URL) with database `name`. */
-export function withDatabase(url: string, name: string): string {
-  const u = new URL(url);
-  u.pathname = `/${name}`;
-  return u.toString();
-}
+/** `url` (a PostgreSQL server URL) with database `name`: credentials, hosts and options kept. */
+export { withDatabase } from '@quest/config/urls';
 
 export interface TestDatabase {
   url: string;

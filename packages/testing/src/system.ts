@@ -1,3 +1,4 @@
+import { UNTHROTTLED_RATE_LIMITS } from './limits.ts';
 import { Queue } from 'bullmq';
 import { partitionQueueName } from '@quest/queue';
 import { expect, vi } from 'vitest';
@@ -46,6 +47,7 @@ export async function startSystem(opts: SystemOptions): Promise<System> {
     LOG_LEVEL: 'info',
     // Small pools: test files may run side by side under PostgreSQL's default 100 connections.
     DATABASE_POOL_MAX: '4',
+    ...UNTHROTTLED_RATE_LIMITS,
     ...opts.env,
   };
   const system: System = {
@@ -159,7 +161,7 @@ export async function settle(system: System, location: string, apiKey: string, t
       const res = await get(system, location, { 'x-api-key': apiKey });
       expect(res.status).toBe(200);
       last = res.body;
-      const state = (last.allocation ?? last.batch).status;
+      const state = (last.allocation ?? last.batch ?? last.reversal).status;
       expect(state, `${location} still pending`).not.toMatch(/^(pending|processing)$/);
     },
     { timeout, interval: 50 },

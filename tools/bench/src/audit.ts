@@ -8,30 +8,47 @@ import { partitionQueueName } from '@quest/queue';
  */
 
 export interface AuditResult {
-  /** Quests / accounts breaking total = remaining + Σ payouts, balance = Σ payouts, or ≥ 0. */
+  /**
+   * Quests / accounts / payouts breaking total = remaining + Σ payouts − Σ reversals,
+   * balance = Σ payouts − Σ reversals, Σ a payout's reversals ≤ its amount, or ≥ 0.
+   */
   invariantViolations: number;
-  /** (quest_id, request_key) pairs with more than one payout, or with a payout and a rejection. */
+  /**
+   * (quest_id, request_key) pairs with more than one payout, or with a payout and a rejection; reversal
+   * ids (their request keys) with both a reversal and a rejection.
+   */
   duplicateKeys: number;
   sample: unknown[];
 }
 
 export async function auditLedger(sql: Sql): Promise<AuditResult> {
   const violations = await sql<{ kind: string; id: string }[]>`
+    with paid_q as (select quest_id, sum(amount) s from payouts group by 1),
+    rev_q as (select quest_id, sum(amount) s from reversals group by 1),
+    paid_a as (select account_id, sum(amount) s from payouts group by 1),
+    rev_a as (select account_id, sum(amount) s from reversals group by 1),
+    rev_p as (select payout_id, sum(amount) s from reversals group by 1)
     select 'quest' as kind, q.id::text as id from quests q
-      left join (select quest_id, sum(amount) s from payouts group by 1) p on p.quest_id = q.id
-      where q.total_points <> q.points_remaining + coalesce(p.s, 0) or q.points_remaining < 0 or q.total_points < 0
+      left join paid_q p on p.quest_id = q.id left join rev_q r on r.quest_id = q.id
+      where q.total_points <> q.points_remaining + coalesce(p.s, 0) - coalesce(r.s, 0)
+         or q.points_remaining < 0 or q.total_points < 0 or q.points_remaining > q.total_points
     union all
     select 'account', a.id::text from accounts a
-      left join (select account_id, sum(amount) s from payouts group by 1) p on p.account_id = a.id
-      where a.balance <> coalesce(p.s, 0) or a.balance < 0
+      left join paid_a p on p.account_id = a.id left join rev_a r on r.account_id = a.id
+      where a.balance <> coalesce(p.s, 0) - coalesce(r.s, 0) or a.balance < 0
     union all
-    select 'payout', id from payouts where amount <= 0
+    select 'payout', p.id from payouts p left join rev_p r on r.payout_id = p.id
+      where p.amount <= 0 or coalesce(r.s, 0) > p.amount
     limit 100`;
   const dups = await sql<{ quest_id: number; request_key: string; n: number }[]>`
     select quest_id, request_key, count(*)::int as n from (
       select quest_id, request_key from payouts
       union all
       select quest_id, request_key from allocation_rejections
+      union all
+      select quest_id, id from reversals
+      union all
+      select quest_id, id from reversal_rejections
     ) x group by 1, 2 having count(*) > 1 limit 100`;
   return { invariantViolations: violations.length, duplicateKeys: dups.length, sample: [...violations, ...dups].slice(0, 10) };
 }

@@ -1,4 +1,4 @@
-export const SCENARIOS = ['latency', 'throughput', 'hot', 'batch', 'scale', 'memory', 'api-scale', 'admin'] as const;
+export const SCENARIOS = ['latency', 'throughput', 'reversals', 'hot', 'batch', 'scale', 'memory', 'api-scale', 'admin'] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
 export interface BenchConfig {
@@ -15,6 +15,10 @@ export interface BenchConfig {
   coalescedS: number;
   throughputQuests: number;
   accountPool: number;
+  /** reversals: payouts reversed during the throughput load (each of a different payout). */
+  reversals: number;
+  /** reversals: closed-loop clients sending them, beside the load's connections. */
+  reversalClients: number;
   batchItems: number;
   batchSize: number;
   batchConcurrency: number;
@@ -41,6 +45,8 @@ export function benchConfig(quick: boolean, overrides: Partial<BenchConfig> = {}
         coalescedS: 3,
         throughputQuests: 1000,
         accountPool: 10_000,
+        reversals: 1000,
+        reversalClients: 8,
         batchItems: 20_000,
         batchSize: 5_000,
         batchConcurrency: 4,
@@ -62,6 +68,8 @@ export function benchConfig(quick: boolean, overrides: Partial<BenchConfig> = {}
         coalescedS: 10,
         throughputQuests: 1000,
         accountPool: 10_000,
+        reversals: 1000,
+        reversalClients: 8,
         batchItems: 100_000,
         batchSize: 10_000,
         batchConcurrency: 4,

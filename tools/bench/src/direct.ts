@@ -9,7 +9,7 @@ import {
   type Sql,
   startBatch,
 } from '@quest/db';
-import { type AllocationOutcome, newId, partitionOf } from '@quest/domain';
+import { type RequestOutcome, newId, partitionOf } from '@quest/domain';
 import { type LatencySummary, summarize } from './stats.ts';
 
 /**
@@ -60,7 +60,7 @@ class Tally {
   private readonly t0 = performance.now();
 
   /** Count a transaction's outcomes; optionally keep a rejected one as a sample. */
-  outcomes(outcomes: readonly AllocationOutcome[], sampleRejected = false): void {
+  outcomes(outcomes: readonly RequestOutcome[], sampleRejected = false): void {
     let bad = false;
     for (const o of outcomes) {
       if (o.status === 'completed') {
@@ -146,7 +146,7 @@ export async function directCoalesced(
 ): Promise<DirectResult> {
   interface Pending {
     item: LedgerItem;
-    resolve: (o: AllocationOutcome | Error) => void;
+    resolve: (o: RequestOutcome | Error) => void;
   }
   const buffers: Pending[][] = Array.from({ length: opts.partitions }, () => []);
   const running: boolean[] = new Array(opts.partitions).fill(false);
@@ -188,7 +188,7 @@ export async function directCoalesced(
       const item: LedgerItem = { key: limitKey(), questId, points: opts.points ?? 1, address };
       const p = partitionOf(questId, opts.partitions);
       const s = performance.now();
-      const outcome = await new Promise<AllocationOutcome | Error>((resolve) => {
+      const outcome = await new Promise<RequestOutcome | Error>((resolve) => {
         buffers[p]!.push({ item, resolve });
         kick(p);
       });

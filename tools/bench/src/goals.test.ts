@@ -27,7 +27,7 @@ function goals(outputs: ScenarioOutput[]): Map<string, [string, string]> {
 describe('goals table', () => {
   it('lists every goal, each "not measured" when its scenario did not run', () => {
     const table = goals([]);
-    expect(table.size).toBe(16);
+    expect(table.size).toBe(18);
     expect([...table.values()].every(([m, v]) => m === '—' && v === 'not measured')).toBe(true);
     expect(table.has('quest-admin credit ≥ 30,000 credits/s (20,000 rows, spawn to exit)')).toBe(true);
     expect(table.has('admin: import 100,000 accounts (quest-admin account import) < 10 s')).toBe(true);
@@ -54,6 +54,27 @@ describe('goals table', () => {
     expect(table.get('throughput ≥ 2 × reference')).toEqual(['3,000/s vs 1,000/s = 3.00×', 'met']);
     expect(table.get('throughput ≥ 0.6 × coalesced-lists limit')).toEqual(['0.50', 'MISSED']);
     expect(table.get('hot quest ≥ 15 × reference')).toEqual(['—', 'not measured']);
+    expect(table.get('reversals mixed in: allocations/s ≥ 0.8 × throughput alone')).toEqual(['—', 'not measured']);
+  });
+
+  it('sets the reversals beside the allocations of the same run, and beside throughput alone', () => {
+    const table = goals([
+      output('throughput', [{ metric: 'allocations/s (limit: single-item tx)', unit: '/s', service: 3000, limit: 4000 }]),
+      output('reversals', [
+        { metric: 'allocations/s (reversals mixed in)', unit: '/s', service: 2700 },
+        { metric: 'reversals/s', unit: '/s', service: 300 },
+        { metric: 'allocation p99', unit: 'ms', service: 40 },
+        { metric: 'reversal p99', unit: 'ms', service: 70 },
+      ]),
+    ]);
+    expect(table.get('reversals mixed in: reversal p99 ≤ 1.5 × allocation p99 (same run)')).toEqual([
+      '70.0 ms vs 40.0 ms = 1.75×',
+      'MISSED',
+    ]);
+    expect(table.get('reversals mixed in: allocations/s ≥ 0.8 × throughput alone')).toEqual([
+      '2,700/s vs 3,000/s = 0.90×',
+      'met',
+    ]);
   });
 
   it('takes the largest peak RSS of the memory rows and the credit CLI, and strict bounds for admin', () => {

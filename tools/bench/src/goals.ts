@@ -90,6 +90,16 @@ const maxRss = (res: Results): Figure | undefined => {
   return { value: max, text: `max ${formatValue(max, 'MB')}` };
 };
 
+/** One row's service figure ÷ another's (same or another scenario), shown with both. */
+const ratioOf =
+  (a: [scenario: string, metric: string], b: [scenario: string, metric: string], unit: Unit) =>
+  (res: Results): Figure | undefined => {
+    const x = num(res.find(...a));
+    const y = num(res.find(...b));
+    if (x === undefined || y === undefined || !(y > 0)) return undefined;
+    return { value: x / y, text: `${formatValue(x, unit)} vs ${formatValue(y, unit)} = ${(x / y).toFixed(2)}×` };
+  };
+
 const SINGLE = 'allocations/s (limit: single';
 const COALESCED = 'allocations/s (limit: coalesced';
 
@@ -111,6 +121,18 @@ export const GOALS: Goal[] = [
     figure: ofLimit('throughput', COALESCED, '/s', 'ratio'),
     compare: '>=',
     target: 0.6,
+  },
+  {
+    name: 'reversals mixed in: reversal p99 ≤ 1.5 × allocation p99 (same run)',
+    figure: ratioOf(['reversals', 'reversal p99'], ['reversals', 'allocation p99'], 'ms'),
+    compare: '<=',
+    target: 1.5,
+  },
+  {
+    name: 'reversals mixed in: allocations/s ≥ 0.8 × throughput alone',
+    figure: ratioOf(['reversals', 'allocations/s'], ['throughput', SINGLE], '/s'),
+    compare: '>=',
+    target: 0.8,
   },
   { name: 'hot quest ≥ 15 × reference', figure: ofReference('hot', SINGLE, '/s'), compare: '>=', target: 15 },
   { name: 'hot quest p99 ≤ 50 ms', figure: measured('hot', 'p99', 'ms'), compare: '<=', target: 50 },

@@ -19,6 +19,23 @@ export interface LoadOptions {
   amount?: number;
   pick: () => { questId: number; address: string };
   points?: number;
+  /** Each payout answered 200, as it arrives: its quest, when its request was sent and answered (ms epoch). */
+  onPayout?: (p: AckedPayout) => void;
+  /** Called once the load started, with a function that ends it early (a timed run then ends at its `durationS` at the latest). */
+  onStart?: (stop: () => void) => void;
+}
+
+export interface AckedPayout {
+  id: string;
+  questId: number;
+  sentAt: number;
+  ackAt: number;
+}
+
+/** autocannon's per-connection context: with pipelining 1 it describes the connection's one request in flight. */
+interface InFlight {
+  questId?: number;
+  sentAt?: number;
 }
 
 export interface LoadResult {
@@ -55,7 +72,7 @@ export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
   const points = opts.points ?? 1;
 
   const t0 = performance.now();
-  const result = await autocannon({
+  const tracker = autocannon({
     url: opts.baseUrl,
     connections: opts.connections,
     pipelining: 1,
@@ -65,15 +82,21 @@ export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
     requests: [
       {
         method: 'POST',
-        setupRequest: (req) => {
+        setupRequest: (req, context) => {
           const { questId, address } = opts.pick();
+          const inFlight = context as InFlight;
+          inFlight.questId = questId;
+          inFlight.sentAt = Date.now();
           return { ...req, method: 'POST', path: `/quests/${questId}`, body: `{"points":${points},"address":"${address}"}` };
         },
-        onResponse: (status, body) => {
+        onResponse: (status, body, context) => {
           if (status === 200) {
             const m = PAYOUT_ID.exec(body);
-            if (m) payoutIds.push(m[1]!);
-            else if (sampleErrors.length < 5) sampleErrors.push(`200 without payout id: ${body.slice(0, 300)}`);
+            if (m) {
+              payoutIds.push(m[1]!);
+              const inFlight = context as InFlight;
+              opts.onPayout?.({ id: m[1]!, questId: inFlight.questId!, sentAt: inFlight.sentAt!, ackAt: Date.now() });
+            } else if (sampleErrors.length < 5) sampleErrors.push(`200 without payout id: ${body.slice(0, 300)}`);
           } else if (status !== 202 && sampleErrors.length < 5) {
             sampleErrors.push(`${status}: ${body.slice(0, 300)}`);
           }
@@ -97,6 +120,9 @@ export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
       });
     },
   });
+  // Without a callback autocannon returns its instance made thenable; the types know only the promise.
+  opts.onStart?.(() => (tracker as unknown as autocannon.Instance).stop());
+  const result = await tracker;
   const elapsedS = (performance.now() - t0) / 1000;
   return {
     connections: opts.connections,

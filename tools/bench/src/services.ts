@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { masterConnections, membersKey, partitionQueueName } from '@quest/queue';
+import { UNTHROTTLED_RATE_LIMITS } from '@quest/testing/limits';
 import { ENTRIES, type ServiceProcess, type SpawnOptions, spawnProcess, startHttpProcess } from '@quest/testing/processes';
 import { until } from '@quest/testing/wait';
 
@@ -60,10 +61,13 @@ export interface ServiceEnv {
 
 /**
  * Start the API. `nodeArgs` go before the entry (e.g. --cpu-prof: Node 20 refuses it in
- * NODE_OPTIONS, so profiling flags are passed on the command line instead).
+ * NODE_OPTIONS, so profiling flags are passed on the command line instead). Its rate limits are
+ * set out of the way (a scenario's `env` may set its own): the bench is one client address and
+ * one key pushing as hard as it can, which is what the defaults exist to refuse.
  */
 export async function startApi(env: ServiceEnv, nodeArgs: string[] = []): Promise<Service & { baseUrl: string }> {
-  return track(await startHttpProcess(entries.api, env, { ...BENCH_PROCESS, nodeArgs, name: 'api' }), 'api', 'api');
+  const withLimits = { ...UNTHROTTLED_RATE_LIMITS, ...env };
+  return track(await startHttpProcess(entries.api, withLimits, { ...BENCH_PROCESS, nodeArgs, name: 'api' }), 'api', 'api');
 }
 
 /** Start the reference service (reference-server.ts: a plain synchronous Fastify + postgres.js service). */

@@ -4,7 +4,8 @@ import type { ScenarioName } from './config.ts';
 import type { BaseCtx, Ctx, ScenarioOutput, Verdict } from './context.ts';
 import type { CreditCliResult } from './credit-cli.ts';
 import type { DirectResult } from './direct.ts';
-import type { LoadResult } from './http-load.ts';
+import type { AckedPayout, LoadResult } from './http-load.ts';
+import type { ReversalLoadResult } from './reversal-load.ts';
 import type { Row } from './stats.ts';
 
 /**
@@ -34,6 +35,134 @@ export async function verifyLoad(ctx: Ctx, questIds: number[], load: LoadResult)
   if (credits.rejections) reasons.push(`${credits.rejections} rejections`);
   if (load.sampleErrors.length) reasons.push(`e.g. ${load.sampleErrors[0]}`);
   return { ok: reasons.length === 0, reasons, credits };
+}
+
+export interface ReversalCheck {
+  reversalsInDb: number;
+  acknowledged: number;
+  lost: number;
+  /** Reversals answered with a payout or amount PostgreSQL does not hold for them. */
+  mismatched: number;
+  unacknowledged: number;
+  /** Payouts with more than one reversal (each was reversed whole once). */
+  doubled: number;
+  /** Rejections stored other than the deliberate second reversals' PAYOUT_ALREADY_REVERSED. */
+  unexpectedRejections: number;
+  /** Decisions out of client-observable order (see verifyReversals). */
+  orderViolations: number;
+  /** Allocations and reversals compared for order. */
+  orderPairs: number;
+}
+
+/**
+ * The reversals mixed into a load, checked against PostgreSQL: every acknowledged reversal exists
+ * once with the payout and amount it was answered with; no payout reversed twice; nothing
+ * unacknowledged beyond the 202s; every replay replayed and every second reversal refused; and
+ * order where a client could observe it — an allocation answered before a reversal of its quest was
+ * sent was decided no later than it, and a reversal answered before an allocation of its quest was
+ * sent was decided no later than that one (decision times are the ledger's created_at, one per
+ * transaction, taken after the job was enqueued and before its answer).
+ */
+export async function verifyReversals(
+  ctx: Ctx,
+  questIds: number[],
+  payouts: readonly AckedPayout[],
+  r: ReversalLoadResult,
+  expected: number,
+): Promise<Verdict & { reversals: ReversalCheck }> {
+  const reasons: string[] = [];
+  const sql = ctx.infra.sql;
+  const rows = await sql<{ id: string; payout_id: string; amount: number; created_at: Date; quest_id: number }[]>`
+    select id, payout_id, amount::int, created_at, quest_id from reversals where quest_id = any(${questIds}::int[])`;
+  const rejections = await sql<{ error_code: string; n: number }[]>`
+    select error_code, count(*)::int as n from reversal_rejections where quest_id = any(${questIds}::int[]) group by 1`;
+  const paidAt = new Map(
+    (
+      await sql<{ id: string; created_at: Date }[]>`
+        select id, created_at from payouts where quest_id = any(${questIds}::int[])`
+    ).map((p) => [p.id, p.created_at.getTime()]),
+  );
+  const byId = new Map(rows.map((x) => [x.id, x]));
+  let lost = 0;
+  let mismatched = 0;
+  for (const a of r.reversals) {
+    const row = byId.get(a.id);
+    if (!row) lost++;
+    else if (row.payout_id !== a.payoutId || row.amount !== a.amount || row.quest_id !== a.questId) mismatched++;
+  }
+  const acked = new Set(r.reversals.map((a) => a.id));
+  const unacknowledged = rows.filter((x) => !acked.has(x.id)).length;
+  const perPayout = new Map<string, number>();
+  for (const x of rows) perPayout.set(x.payout_id, (perPayout.get(x.payout_id) ?? 0) + 1);
+  const doubled = [...perPayout.values()].filter((n) => n > 1).length;
+  const unexpectedRejections = rejections.filter((x) => x.error_code !== 'PAYOUT_ALREADY_REVERSED').reduce((s, x) => s + x.n, 0);
+  const alreadyReversed = rejections.find((x) => x.error_code === 'PAYOUT_ALREADY_REVERSED')?.n ?? 0;
+
+  // Order, per quest, where a client could tell.
+  const byQuest = new Map<number, AckedPayout[]>();
+  for (const p of payouts) {
+    const list = byQuest.get(p.questId);
+    if (list) list.push(p);
+    else byQuest.set(p.questId, [p]);
+  }
+  let orderViolations = 0;
+  let orderPairs = 0;
+  const samples: string[] = [];
+  for (const a of r.reversals) {
+    const decided = byId.get(a.id)?.created_at.getTime();
+    if (decided === undefined) continue;
+    for (const p of byQuest.get(a.questId) ?? []) {
+      const paid = paidAt.get(p.id);
+      if (paid === undefined) continue;
+      if (p.ackAt < a.sentAt) {
+        orderPairs++;
+        if (paid > decided) {
+          orderViolations++;
+          if (samples.length < 3) samples.push(`${p.id} answered before ${a.id} was sent, decided after it`);
+        }
+      } else if (a.ackAt < p.sentAt) {
+        orderPairs++;
+        if (decided > paid) {
+          orderViolations++;
+          if (samples.length < 3) samples.push(`${a.id} answered before ${p.id} was sent, decided after it`);
+        }
+      }
+    }
+  }
+
+  const non2xx = sumValues(r.otherStatus);
+  if (r.reversals.length !== expected) reasons.push(`${r.reversals.length} of ${expected} reversals answered 200`);
+  if (non2xx) reasons.push(`reversals: ${non2xx} non-2xx (${JSON.stringify(r.otherStatus)})`);
+  if (r.errors) reasons.push(`reversals: ${r.errors} connection errors`);
+  if (lost) reasons.push(`${lost} acknowledged reversals missing`);
+  if (mismatched) reasons.push(`${mismatched} reversals answered with another payout or amount than stored`);
+  // 202s were followed to their decision, so every reversal stored was acknowledged.
+  if (unacknowledged) reasons.push(`${unacknowledged} reversals stored that no client was told about`);
+  if (doubled) reasons.push(`${doubled} payouts reversed more than once`);
+  if (unexpectedRejections) reasons.push(`${unexpectedRejections} reversal rejections other than PAYOUT_ALREADY_REVERSED`);
+  if (alreadyReversed !== r.reverseAgain.sent)
+    reasons.push(`${alreadyReversed} PAYOUT_ALREADY_REVERSED stored for ${r.reverseAgain.sent} second reversals`);
+  if (r.replays.ok !== r.replays.sent)
+    reasons.push(`${r.replays.sent - r.replays.ok} of ${r.replays.sent} retried keys not replayed`);
+  if (r.reverseAgain.refused !== r.reverseAgain.sent)
+    reasons.push(`${r.reverseAgain.sent - r.reverseAgain.refused} of ${r.reverseAgain.sent} second reversals not refused`);
+  if (orderViolations) reasons.push(`${orderViolations} order violations, e.g. ${samples[0]}`);
+  if (r.sampleErrors.length) reasons.push(`reversals: e.g. ${r.sampleErrors[0]}`);
+  return {
+    ok: reasons.length === 0,
+    reasons,
+    reversals: {
+      reversalsInDb: rows.length,
+      acknowledged: r.reversals.length,
+      lost,
+      mismatched,
+      unacknowledged,
+      doubled,
+      unexpectedRejections,
+      orderViolations,
+      orderPairs,
+    },
+  };
 }
 
 export async function verifyDirect(ctx: Ctx, questIds: number[], d: DirectResult): Promise<Verdict> {

@@ -5,6 +5,7 @@ import { migrate } from '@quest/db/migrate';
 import { partitionQueueName } from '@quest/queue';
 import { type CliRun, runCli } from '@quest/testing/cli';
 import { onExitCleanup } from '@quest/testing/exit';
+import { UNTHROTTLED_RATE_LIMITS } from '@quest/testing/limits';
 import { freePort } from '@quest/testing/ports';
 import { type PrivatePostgres, type PrivatePostgresPair, startPostgres, startPostgresPair } from '@quest/testing/postgres';
 import { type ServiceProcess, startApiProcess, startWorker } from '@quest/testing/processes';
@@ -51,6 +52,8 @@ export const CHAOS_ENV: Record<string, string> = {
   RECONCILER_INTERVAL_MS: '500',
   RECONCILER_MIN_AGE_MS: '2000',
   SHUTDOWN_TIMEOUT_MS: '10000',
+  // The load is 16 clients on one address with one key: not what the protective defaults are for.
+  ...UNTHROTTLED_RATE_LIMITS,
 };
 
 export class Cluster {

@@ -49,6 +49,7 @@ export async function checkInvariants(cluster: Cluster, ops: Op[], statusBoundMs
   }
 
   for (const op of ops) {
+    if (op.kind === 'reversal') continue; // checkReversals
     const where = `${op.kind} ${op.requestKey.slice(0, 14)}… (quest ${op.questId})`;
     if (op.outcome === 'unresolved') v.push(`${where}: answered 202, still undecided ${statusBoundMs / 1000} s after the load`);
     else if (op.outcome === 'unanswered') v.push(`${where}: no answer but 5xx/connection errors until the bound`);
@@ -84,6 +85,7 @@ export async function checkInvariants(cluster: Cluster, ops: Op[], statusBoundMs
 
   v.push(...(await checkStatusRoutes(cluster, ops)));
   v.push(...checkOrder(ops, payouts, byKey, byItem));
+  v.push(...(await checkReversals(cluster, ops)));
   v.push(...(await checkStored(cluster)));
   return v;
 }
@@ -152,7 +154,7 @@ function checkOrder(
       : op.items.flatMap((_, i) => (byItem.get(`${op.requestKey}:${i}`) ?? []).map((p) => p.seq));
   void payouts;
   const perQuest = new Map<number, Op[]>();
-  for (const op of ops) push(perQuest, op.questId, op);
+  for (const op of ops) if (op.kind !== 'reversal') push(perQuest, op.questId, op);
   for (const [questId, list] of perQuest) {
     const acked = list
       .filter((o) => o.ackAt !== undefined && o.outcome === 'completed')
@@ -178,15 +180,36 @@ function checkOrder(
   return v;
 }
 
-/** What PostgreSQL holds on its own: balances = Σ payouts, nothing left pending, no paid request stored failed. */
+/**
+ * What PostgreSQL holds on its own: balance = Σ payouts − Σ reversals per account and never below
+ * zero, points_remaining = total − Σ payouts + Σ reversals per quest, no payout reversed by more than
+ * its amount, nothing left pending, no paid request stored failed.
+ */
 async function checkStored(cluster: Cluster): Promise<string[]> {
   const v: string[] = [];
   const sql = cluster.sql;
-  const balances = await sql<{ id: number; balance: number; paid: number }[]>`
-    select a.id, a.balance, coalesce(p.s, 0)::bigint as paid
-    from accounts a left join (select account_id, sum(amount) s from payouts group by account_id) p on p.account_id = a.id
-    where a.balance <> coalesce(p.s, 0)`;
-  for (const b of balances) v.push(`account ${b.id}: balance ${b.balance} ≠ Σ payouts ${b.paid}`);
+  const balances = await sql<{ id: number; balance: string; paid: string; reversed: string }[]>`
+    select a.id, a.balance::text, coalesce(p.s, 0)::text as paid, coalesce(r.s, 0)::text as reversed
+    from accounts a
+      left join (select account_id, sum(amount) s from payouts group by account_id) p on p.account_id = a.id
+      left join (select account_id, sum(amount) s from reversals group by account_id) r on r.account_id = a.id
+    where a.balance <> coalesce(p.s, 0) - coalesce(r.s, 0) or a.balance < 0`;
+  for (const b of balances)
+    v.push(`account ${b.id}: balance ${b.balance} ≠ Σ payouts ${b.paid} − Σ reversals ${b.reversed} (or < 0)`);
+  const quests = await sql<{ id: number; total: string; remaining: string; paid: string; reversed: string }[]>`
+    select q.id, q.total_points::text as total, q.points_remaining::text as remaining,
+           coalesce(p.s, 0)::text as paid, coalesce(r.s, 0)::text as reversed
+    from quests q
+      left join (select quest_id, sum(amount) s from payouts group by quest_id) p on p.quest_id = q.id
+      left join (select quest_id, sum(amount) s from reversals group by quest_id) r on r.quest_id = q.id
+    where q.points_remaining <> q.total_points - coalesce(p.s, 0) + coalesce(r.s, 0) or q.points_remaining < 0`;
+  for (const q of quests)
+    v.push(`quest ${q.id}: points_remaining ${q.remaining} ≠ total ${q.total} − Σ payouts ${q.paid} + Σ reversals ${q.reversed}`);
+  const over = await sql<{ id: string; amount: number; reversed: string }[]>`
+    select p.id, p.amount, sum(r.amount)::text as reversed
+    from payouts p join reversals r on r.payout_id = p.id
+    group by p.id, p.amount having sum(r.amount) > p.amount`;
+  for (const p of over) v.push(`payout ${p.id.slice(0, 14)}…: reversed ${p.reversed} of ${p.amount}`);
   const batches = await sql<{ id: string; status: string }[]>`
     select id, status from batches where status in ('pending', 'processing')`;
   for (const b of batches) v.push(`batch ${b.id.slice(0, 14)}… left ${b.status}`);
@@ -198,20 +221,147 @@ async function checkStored(cluster: Cluster): Promise<string[]> {
       select column_name as c from information_schema.columns where table_name = 'allocation_requests'`
     ).map((r) => r.c);
     if (cols.includes('status')) {
+      // A reversal's marker (kind 'reversal', since reversals) is decided by its reversal or rejection row,
+      // whose id is the request key.
       const paidFailed = await sql<{ request_key: string }[]>`
         select r.request_key from allocation_requests r
         where r.status = 'failed'
-          and exists (select 1 from payouts p where p.quest_id = r.quest_id and p.request_key = r.request_key and p.batch_id is null)`;
+          and (exists (select 1 from payouts p where p.quest_id = r.quest_id and p.request_key = r.request_key and p.batch_id is null)
+            or exists (select 1 from reversals v where v.id = r.request_key))`;
       for (const r of paidFailed) v.push(`request ${r.request_key.slice(0, 14)}… is paid but stored failed`);
       const pending = await sql<{ request_key: string }[]>`
         select r.request_key from allocation_requests r
         where r.status = 'pending'
           and not exists (select 1 from payouts p where p.quest_id = r.quest_id and p.request_key = r.request_key and p.batch_id is null)
-          and not exists (select 1 from allocation_rejections x where x.quest_id = r.quest_id and x.request_key = r.request_key)`;
+          and not exists (select 1 from allocation_rejections x where x.quest_id = r.quest_id and x.request_key = r.request_key)
+          and not exists (select 1 from reversals v where v.id = r.request_key)
+          and not exists (select 1 from reversal_rejections v where v.id = r.request_key)`;
       for (const r of pending) v.push(`request ${r.request_key.slice(0, 14)}… left pending in PostgreSQL`);
     }
   }
   const audit = await cluster.admin(['audit', '--json'], 60_000);
   if (audit.code !== 0) v.push(`quest-admin audit exited ${audit.hung ? 'hung' : audit.code}: ${audit.output.slice(0, 300)}`);
+  return v;
+}
+
+interface ReversalRow {
+  id: string;
+  quest_id: number;
+  payout_id: string;
+  amount: number;
+  created_at: Date;
+}
+
+/**
+ * Reversal ops against PostgreSQL: each answered reversal stored once, under its key, with the payout
+ * and amount it was answered with (the whole payout, or the points asked); no reversal stored that no
+ * op asked for (none doubled by a retry or a re-drive) and none stored for an op answered rejected —
+ * and no op rejected at all, since each payout is reversed by one op only; the status route agrees;
+ * and order against the quest's allocations where a client could observe it.
+ */
+async function checkReversals(cluster: Cluster, ops: Op[]): Promise<string[]> {
+  const v: string[] = [];
+  const reversalOps = ops.filter((o) => o.kind === 'reversal');
+  const quests = [...cluster.questIds];
+  const rows = await cluster.sql<ReversalRow[]>`
+    select id, quest_id, payout_id, amount::int, created_at from reversals where quest_id = any(${quests}::int[])`;
+  const rejected = await cluster.sql<{ id: string; error_code: string }[]>`
+    select id, error_code from reversal_rejections where quest_id = any(${quests}::int[])`;
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  const rejectedIds = new Map(rejected.map((r) => [r.id, r.error_code]));
+  const asked = new Set(reversalOps.map((o) => o.requestKey));
+  for (const r of rows) if (!asked.has(r.id)) v.push(`reversal ${r.id.slice(0, 14)}… stored, but no client asked for it`);
+  for (const r of rejected)
+    if (!asked.has(r.id)) v.push(`reversal ${r.id.slice(0, 14)}… rejected ${r.error_code}, but no client asked for it`);
+  for (const op of reversalOps) {
+    const rv = op.reversal!;
+    const where = `reversal ${op.requestKey.slice(0, 14)}… (quest ${op.questId})`;
+    const row = byId.get(op.requestKey);
+    if (op.outcome === 'unresolved') v.push(`${where}: answered 202, still undecided after the load`);
+    else if (op.outcome === 'unanswered') v.push(`${where}: no answer but 5xx/connection errors until the bound`);
+    else if (op.outcome === 'unexpected') v.push(`${where}: unexpected answer ${op.detail}`);
+    else if (op.outcome === 'rejected') {
+      v.push(`${where}: rejected ${op.rejectCode}, though no other op reversed payout ${rv.payoutId.slice(0, 14)}…`);
+      if (row) v.push(`${where}: answered ${op.rejectCode} but PostgreSQL holds reversal ${row.id.slice(0, 14)}…`);
+    } else if (op.outcome === 'completed') {
+      const expected = rv.points ?? rv.payoutAmount;
+      if (!row) v.push(`${where}: answered completed, PostgreSQL holds no reversal for its key (lost)`);
+      else if (rv.reversalId !== row.id || row.payout_id !== rv.payoutId || row.amount !== expected || rv.amount !== expected)
+        v.push(
+          `${where}: answered ${rv.reversalId} of ${rv.amount}; PostgreSQL holds ${row.amount} of ${row.payout_id}, asked ${expected}`,
+        );
+      if (rejectedIds.has(op.requestKey)) v.push(`${where}: has a reversal and a rejection`);
+    }
+  }
+  v.push(...(await checkReversalStatus(cluster, reversalOps)));
+  v.push(...(await checkReversalOrder(cluster, ops, byId)));
+  return v;
+}
+
+/** GET /quests/{questId}/reversals/{id} says completed (same amount) for every reversal answered completed. */
+async function checkReversalStatus(cluster: Cluster, reversalOps: Op[]): Promise<string[]> {
+  const v: string[] = [];
+  const decided = reversalOps.filter((o) => o.outcome === 'completed' || o.outcome === 'rejected');
+  let i = 0;
+  const worker = async () => {
+    while (i < decided.length) {
+      const op = decided[i++]!;
+      let res: Response | undefined;
+      for (let attempt = 1; attempt <= 5; attempt++) {
+        res = await fetch(`${cluster.baseUrl}/quests/${op.questId}/reversals/${op.requestKey}`, {
+          headers: { 'x-api-key': cluster.owner.apiKey },
+          signal: AbortSignal.timeout(10_000),
+        }).catch(() => undefined);
+        if (res && res.status < 500) break;
+        await res?.text().catch(() => {});
+        await new Promise((r) => setTimeout(r, 200 * attempt));
+      }
+      const body = res?.ok ? ((await res.json()) as { reversal: { status: string; amount?: number } }) : undefined;
+      const got = body?.reversal.status ?? `HTTP ${res?.status ?? 'error'}`;
+      if (op.outcome === 'completed' && (got !== 'completed' || body!.reversal.amount !== op.reversal!.amount))
+        v.push(`reversal ${op.requestKey.slice(0, 14)}… answered completed, its status route says ${got}`);
+      if (op.outcome === 'rejected' && got !== 'rejected')
+        v.push(`reversal ${op.requestKey.slice(0, 14)}… answered ${op.rejectCode}, its status route says ${got}`);
+    }
+  };
+  await Promise.all(Array.from({ length: 4 }, worker));
+  return v;
+}
+
+/**
+ * Reversals and allocations of one quest are decided in one order. Payouts and reversals have
+ * sequences of their own, so the order is read from the decision time both carry (created_at: one
+ * per ledger transaction, taken once the job is in hand, before its answer): when one op's outcome
+ * was known before another op of the same quest was first sent, the second's decision is not
+ * earlier than the first's. Ops that overlapped in time are not compared (see checkOrder).
+ */
+async function checkReversalOrder(cluster: Cluster, ops: Op[], reversals: Map<string, ReversalRow>): Promise<string[]> {
+  const v: string[] = [];
+  const singles = ops.filter((o) => o.kind === 'alloc' && o.outcome === 'completed' && o.payoutIds.size === 1);
+  const ids = singles.map((o) => [...o.payoutIds][0]!);
+  const paidAt = new Map(
+    (
+      await cluster.sql<{ id: string; created_at: Date }[]>`select id, created_at from payouts where id = any(${ids}::text[])`
+    ).map((p) => [p.id, p.created_at.getTime()]),
+  );
+  const decidedAt = (o: Op): number | undefined =>
+    o.kind === 'reversal' ? reversals.get(o.requestKey)?.created_at.getTime() : paidAt.get([...o.payoutIds][0]!);
+  const revOps = ops.filter((o) => o.kind === 'reversal' && o.outcome === 'completed');
+  const perQuest = new Map<number, Op[]>();
+  for (const o of singles) push(perQuest, o.questId, o);
+  for (const r of revOps) {
+    const rAt = decidedAt(r);
+    if (rAt === undefined) continue;
+    for (const a of perQuest.get(r.questId) ?? []) {
+      const aAt = decidedAt(a);
+      if (aAt === undefined) continue;
+      const [first, firstAt, second, secondAt] =
+        a.ackAt! < r.firstSentAt ? [a, aAt, r, rAt] : r.ackAt! < a.firstSentAt ? [r, rAt, a, aAt] : [];
+      if (first && secondAt! < firstAt!)
+        v.push(
+          `quest ${r.questId}: ${second!.requestKey.slice(0, 14)}… sent after ${first.requestKey.slice(0, 14)}… was decided, but decided before it`,
+        );
+    }
+  }
   return v;
 }

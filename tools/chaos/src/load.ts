@@ -6,6 +6,10 @@ import { jsonOrText } from '@quest/testing/http';
  * Idempotency-Key; a 5xx, 429, a connection error or a timeout is retried with the same key; a 202
  * is followed on its status URL until it is decided (a `failed` outcome is re-POSTed with the same
  * key). Every answer is recorded with its time, so the invariants can be checked afterwards.
+ *
+ * With `reverseEvery`, one op in that many reverses a payout an earlier op was answered with (each
+ * payout at most once, alternately whole and by 1 point), always under an Idempotency-Key, retried
+ * and followed like an allocation.
  */
 
 export type Answer = number | 'error';
@@ -17,14 +21,17 @@ export interface Attempt {
 }
 
 export interface Op {
-  kind: 'alloc' | 'batch';
+  kind: 'alloc' | 'batch' | 'reversal';
   client: number;
   questId: number;
   /** Undefined for a client that sends no Idempotency-Key (and so never retries a POST). */
   idemKey: string | undefined;
-  /** The allocation id / batch id: derived from the Idempotency-Key, or a keyless request's 202 id (else ''). */
+  /** The allocation id / batch id / reversal id: derived from the Idempotency-Key, or a keyless request's 202 id (else ''). */
   requestKey: string;
+  /** Allocations: what each item credits. Reversals: none. */
   items: { address: string; points: number }[];
+  /** Reversals: the payout reversed, its amount, and the points asked for (undefined: the whole payout). */
+  reversal?: { payoutId: string; payoutAmount: number; points: number | undefined; reversalId?: string; amount?: number };
   firstSentAt: number;
   attempts: Attempt[];
   got202: boolean;
@@ -64,9 +71,20 @@ export interface LoadOptions {
   /** Per-HTTP-call timeout; a frozen API must not freeze a client. */
   httpTimeoutMs: number;
   tag: string;
+  /** One op in `reverseEvery` reverses an earlier answered payout (0 or absent: none). */
+  reverseEvery?: number;
 }
 
-const BUSINESS_400 = new Set(['QUEST_NOT_ACTIVE', 'ACTION_TYPE_INACTIVE', 'INSUFFICIENT_POINTS', 'ACCOUNT_NOT_FOUND']);
+const BUSINESS_400 = new Set([
+  'QUEST_NOT_ACTIVE',
+  'ACTION_TYPE_INACTIVE',
+  'INSUFFICIENT_POINTS',
+  'ACCOUNT_NOT_FOUND',
+  // Reversals: never expected here (each payout is reversed by one op only); recorded as rejections
+  // so the invariants name them.
+  'PAYOUT_ALREADY_REVERSED',
+  'REVERSAL_EXCEEDS_PAYOUT',
+]);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -89,6 +107,9 @@ export class Load {
   private stopIssuing = false;
   private running: Promise<void>[] = [];
   private seq = 0;
+  /** Payouts answered to single allocations and not yet picked for a reversal, oldest first. */
+  private readonly reversible: { questId: number; payoutId: string; amount: number }[] = [];
+  private reversals = 0;
 
   constructor(
     private readonly target: LoadTarget,
@@ -113,6 +134,11 @@ export class Load {
     while (!this.stopIssuing && Date.now() < this.deadline()) {
       n++;
       const i = this.seq++;
+      const reverseEvery = this.opts.reverseEvery ?? 0;
+      if (reverseEvery > 0 && i % reverseEvery === reverseEvery - 1 && this.reversible.length > 0) {
+        await this.reverse(c, n, this.reversible.shift()!);
+        continue;
+      }
       const questId = questIds[(c + n) % questIds.length]!;
       const batch = i % this.opts.batchEvery === this.opts.batchEvery - 1;
       const keyless = !batch && i % this.opts.keylessEvery === 1;
@@ -142,10 +168,43 @@ export class Load {
     }
   }
 
+  private async reverse(c: number, n: number, payout: { questId: number; payoutId: string; amount: number }): Promise<void> {
+    const idemKey = `${this.opts.tag}-c${c}-n${n}`;
+    // Alternately the whole payout and 1 point of it, so partial reversals are exercised too.
+    const points = this.reversals++ % 2 === 1 ? 1 : undefined;
+    const op: Op = {
+      kind: 'reversal',
+      client: c,
+      questId: payout.questId,
+      idemKey,
+      requestKey: idempotentRequestKey(this.target.ownerId, payout.questId, idemKey, 'rev'),
+      items: [],
+      reversal: { payoutId: payout.payoutId, payoutAmount: payout.amount, points },
+      firstSentAt: Date.now(),
+      attempts: [],
+      got202: false,
+      payoutIds: new Set(),
+    };
+    this.ops.push(op);
+    await this.run(op);
+  }
+
   private async run(op: Op): Promise<void> {
     const { apiKey } = this.target;
-    const path = op.kind === 'batch' ? `/quests/${op.questId}/batches` : `/quests/${op.questId}`;
-    const body = op.kind === 'batch' ? { allocations: op.items } : op.items[0];
+    const path =
+      op.kind === 'batch'
+        ? `/quests/${op.questId}/batches`
+        : op.kind === 'reversal'
+          ? `/quests/${op.questId}/payouts/${op.reversal!.payoutId}/reversals`
+          : `/quests/${op.questId}`;
+    const body =
+      op.kind === 'batch'
+        ? { allocations: op.items }
+        : op.kind === 'reversal'
+          ? op.reversal!.points === undefined
+            ? {}
+            : { points: op.reversal!.points }
+          : op.items[0];
     let tries = 0;
     while (Date.now() < this.deadline()) {
       tries++;
@@ -169,7 +228,9 @@ export class Load {
         op.got202 = true;
         if (!op.idemKey) op.requestKey = res.body.allocation.id;
         op.first202At ??= Date.now();
-        const final = await this.follow(op, res.location ?? `${path}/${op.requestKey}`);
+        const statusPath =
+          op.kind === 'reversal' ? `/quests/${op.questId}/reversals/${op.requestKey}` : `${path}/${op.requestKey}`;
+        const final = await this.follow(op, res.location ?? statusPath);
         if (final === 'decided' || final === 'timeout') return;
         if (!op.idemKey) {
           op.outcome = 'abandoned';
@@ -208,9 +269,11 @@ export class Load {
         this.opts.httpTimeoutMs,
       );
       if (res.status === 200) {
-        const view = res.body.allocation ?? res.body.batch;
+        const view = res.body.allocation ?? res.body.batch ?? res.body.reversal;
         if (view.status === 'completed' || view.status === 'rejected') {
-          if (op.kind === 'batch') {
+          if (op.kind === 'reversal' && view.status === 'completed') {
+            this.decided(op, { reversal: view });
+          } else if (op.kind === 'batch') {
             // The status page holds the first 100 results; fetch them all for the checks.
             const all = await call(
               `${this.target.baseUrl()}${location}?limit=1000`,
@@ -239,8 +302,16 @@ export class Load {
   private decided(op: Op, body: any): void {
     op.ackAt = Date.now();
     op.outcome = 'completed';
+    if (op.kind === 'reversal') {
+      op.reversal!.reversalId = body.reversal.id;
+      op.reversal!.amount = body.reversal.amount;
+      return;
+    }
     if (op.kind === 'alloc') {
       op.payoutIds.add(body.payout.id);
+      // Reversible by a later op once; an Idempotency-Key retry reports the same payout, never twice.
+      if (op.payoutIds.size === 1)
+        this.reversible.push({ questId: op.questId, payoutId: body.payout.id, amount: body.payout.amount });
       return;
     }
     for (const r of body.batch.results as { index: number; status: string; payout?: { id: string } }[]) {
@@ -252,7 +323,15 @@ export class Load {
 
 /** Count the answers of every attempt by class. */
 export function answerCounts(ops: Op[]) {
-  const c = { requests: ops.length, s200: 0, s202: 0, s4xx: 0, s5xx: 0, errors: 0 };
+  const c = {
+    requests: ops.length,
+    reversals: ops.filter((o) => o.kind === 'reversal').length,
+    s200: 0,
+    s202: 0,
+    s4xx: 0,
+    s5xx: 0,
+    errors: 0,
+  };
   for (const op of ops) {
     for (const a of op.attempts) {
       if (a.status === 'error') c.errors++;

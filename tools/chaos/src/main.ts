@@ -35,6 +35,7 @@ for (const s of scenarios) {
       name: s.name,
       fault: s.fault,
       requests: 0,
+      reversals: 0,
       s200: 0,
       s202: 0,
       s4xx: 0,

@@ -35,6 +35,8 @@ export interface ScenarioResult {
   name: string;
   fault: string;
   requests: number;
+  /** Of the requests, reversals. */
+  reversals: number;
   s200: number;
   s202: number;
   s4xx: number;
@@ -114,6 +116,7 @@ export async function runScenario(
         keylessEvery: 4,
         httpTimeoutMs: 10_000,
         tag: s.name,
+        ...(s.reverseEvery ? { reverseEvery: s.reverseEvery } : {}),
       },
       () => deadline,
     );

@@ -11,6 +11,8 @@ export interface Scenario {
   firstWorkerEnv?: Record<string, string>;
   /** The quests the clients load (default: all of the cluster's). */
   loadQuests?(c: Cluster): number[];
+  /** One client op in this many reverses an earlier answered payout (absent: no reversals). */
+  reverseEvery?: number;
   /** Run `quest-admin credit` through the fault. */
   credit: boolean;
   /** Inject the fault; `started()` marks the moment it took effect when the fault first waits for one. */

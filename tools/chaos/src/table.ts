@@ -10,7 +10,7 @@ export function formatTable(results: ScenarioResult[]): string {
     const rec = r.recoveryMs === undefined ? 'never' : `${(r.recoveryMs / 1000).toFixed(1)} s`;
     const resume = r.resumeMs === undefined ? '' : `; first 200 ${(r.resumeMs / 1000).toFixed(1)} s after the promotion`;
     lines.push(
-      `| ${r.fault} | ${r.requests} | ${r.s200} | ${r.s202} | ${r.s4xx} | ${r.s5xx} | ${r.errors} | ${rec}${resume} | ${r.credit ?? '–'} | ${v} |`,
+      `| ${r.fault} | ${r.requests}${r.reversals ? ` (${r.reversals} reversals)` : ''} | ${r.s200} | ${r.s202} | ${r.s4xx} | ${r.s5xx} | ${r.errors} | ${rec}${resume} | ${r.credit ?? '–'} | ${v} |`,
     );
   }
   return lines.join('\n');
@@ -21,7 +21,7 @@ function summarize(violations: string[]): string {
   const kinds = new Map<string, number>();
   for (const v of violations) {
     const kind = v
-      .replace(/^(alloc|batch|allocation|request|quest \d+:) \S+( \(quest \d+\))?:?\s*/, '')
+      .replace(/^(alloc|batch|allocation|reversal|request|quest \d+:) \S+( \(quest \d+\))?:?\s*/, '')
       .replace(/\|/g, '/')
       .slice(0, 90);
     kinds.set(kind, (kinds.get(kind) ?? 0) + 1);

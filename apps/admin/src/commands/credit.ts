@@ -55,14 +55,14 @@ export interface CreditOptions {
   stallTries: number;
 }
 
-class Interrupted extends Error {
+export class Interrupted extends Error {
   constructor(readonly signal: string) {
     super(`interrupted by ${signal}`);
   }
 }
 
 /** Stop cleanly on the first Ctrl-C / SIGTERM (summary, failed rows so far); a second one kills. */
-function interruptible(): { signal: AbortSignal; release(): void } {
+export function interruptible(): { signal: AbortSignal; release(): void } {
   const controller = new AbortController();
   const onSignal = (signal: NodeJS.Signals) => {
     if (controller.signal.aborted) {

@@ -1,3 +1,4 @@
+import { describeUrl } from '@quest/config/urls';
 import { pendingWork } from '@quest/db';
 import { assignPartitions } from '@quest/domain';
 import { membersKey, partitionsKey, QueueStatsReader, reconcilerLastRunKey, redisConnection } from '@quest/queue';
@@ -9,12 +10,7 @@ const ageSeconds = (at: Date | number | null, now: number) =>
 
 /** Where Redis is, for messages: never the password. */
 function describeRedis(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.hostname}:${u.port || '6379'}`;
-  } catch {
-    return 'the configured Redis';
-  }
+  return describeUrl(url, 'the configured Redis');
 }
 
 interface PoolView {

@@ -12,27 +12,40 @@ export interface FailedRow {
   code: string;
 }
 
-/** `<input>.failed.csv`, written through a temporary file and renamed at the end of the run. */
+const CREDIT_COLUMNS = ['line', 'address', 'points', 'code'] as const;
+
+/**
+ * `<input>.failed.csv`, written through a temporary file and renamed at the end of the run. Its
+ * columns are the credit's (line, address, points, code) unless others are given (`writeCells`).
+ */
 export class FailedRowsFile {
   private stringifier: ReturnType<typeof stringify> | undefined;
   private done: Promise<void> | undefined;
   readonly tmpPath: string;
 
-  constructor(readonly path: string) {
+  constructor(
+    readonly path: string,
+    private readonly columns: readonly string[] = CREDIT_COLUMNS,
+  ) {
     this.tmpPath = `${path}.tmp`;
   }
 
   async write(rows: readonly FailedRow[]): Promise<void> {
+    await this.writeCells(rows.map((row) => [row.line, row.address, row.points, row.code]));
+  }
+
+  /** Rows as cells, in the order of the file's columns. */
+  async writeCells(rows: readonly (readonly (string | number)[])[]): Promise<void> {
     if (rows.length === 0) return;
     if (!this.stringifier) {
-      this.stringifier = stringify({ header: true, columns: ['line', 'address', 'points', 'code'] });
+      this.stringifier = stringify({ header: true, columns: [...this.columns] });
       const out = createWriteStream(this.tmpPath);
       this.stringifier.pipe(out);
       this.done = finished(out);
       this.done.catch(() => {}); // observed in close()
     }
     for (const row of rows) {
-      if (!this.stringifier.write([row.line, row.address, row.points, row.code])) {
+      if (!this.stringifier.write(row)) {
         // A failed write stream never drains: its error ends the wait instead.
         await Promise.race([once(this.stringifier, 'drain'), this.done]);
       }

@@ -38,10 +38,10 @@ export function speed(s: ProgressState, elapsedMs: number): { rate: number; etaM
   return { rate, etaMs };
 }
 
-export function progressLine(s: ProgressState, elapsedMs: number): string {
+export function progressLine(s: ProgressState, elapsedMs: number, verb = 'crediting'): string {
   const { rate, etaMs } = speed(s, elapsedMs);
   const pct = s.size ? Math.floor((100 * Math.min(s.bytesDone, s.size)) / s.size) : 100;
-  return `crediting: ${pct}% of the file, ${fmt(s.rows)} rows (${fmt(s.succeeded)} succeeded, ${fmt(s.failed)} failed), ${fmt(rate)} rows/s, ETA ${formatDuration(etaMs)}`;
+  return `${verb}: ${pct}% of the file, ${fmt(s.rows)} rows (${fmt(s.succeeded)} succeeded, ${fmt(s.failed)} failed), ${fmt(rate)} rows/s, ETA ${formatDuration(etaMs)}`;
 }
 
 export class Progress {
@@ -50,7 +50,11 @@ export class Progress {
   private started = Date.now();
   private state: ProgressState | undefined;
 
-  constructor(private readonly io: Io) {}
+  /** `verb` names the work on the bar and the lines ('crediting', 'reversing'). */
+  constructor(
+    private readonly io: Io,
+    private readonly verb = 'crediting',
+  ) {}
 
   start(state: ProgressState): void {
     this.stop();
@@ -59,8 +63,7 @@ export class Progress {
     if (this.io.interactive) {
       this.bar = new cliProgress.SingleBar(
         {
-          format:
-            'crediting |{bar}| {percentage}% | {rows} rows | {rate} rows/s | ETA {etaText} | {succeeded} ok, {failed} failed',
+          format: `${this.verb} |{bar}| {percentage}% | {rows} rows | {rate} rows/s | ETA {etaText} | {succeeded} ok, {failed} failed`,
           hideCursor: true,
           clearOnComplete: true,
           fps: 5,
@@ -69,7 +72,10 @@ export class Progress {
       );
       this.bar.start(Math.max(state.size, 1), 0, { rows: '0', rate: '0', etaText: '?', succeeded: '0', failed: '0' });
     } else {
-      this.timer = setInterval(() => this.io.stderr(`${progressLine(state, Date.now() - this.started)}\n`), PROGRESS_INTERVAL_MS);
+      this.timer = setInterval(
+        () => this.io.stderr(`${progressLine(state, Date.now() - this.started, this.verb)}\n`),
+        PROGRESS_INTERVAL_MS,
+      );
       this.timer.unref();
     }
   }

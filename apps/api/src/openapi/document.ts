@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
-import { API_DESCRIPTION } from './description.ts';
+import { API_DESCRIPTION, EXAMPLE_BASE } from './description.ts';
 import { type HeaderDoc, RATE_LIMIT_HEADERS, REQUEST_ID_HEADER, RETRY_AFTER_HEADER } from './responses.ts';
 
 /**
@@ -12,7 +12,7 @@ import { type HeaderDoc, RATE_LIMIT_HEADERS, REQUEST_ID_HEADER, RETRY_AFTER_HEAD
  */
 
 /** The API version the document states (info.version). */
-export const API_VERSION = '1.0.0';
+export const API_VERSION = '1.1.0';
 
 /**
  * The value of a 202's Location header, as a named schema: generators that do not type response
@@ -22,8 +22,8 @@ const STATUS_URL_SCHEMA = {
   type: 'string',
   format: 'uri-reference',
   description:
-    'The status URL of an allocation or batch, relative to the server: `/quests/{questId}/allocations/{allocationId}` ' +
-    'or `/quests/{questId}/batches/{batchId}`. Sent in the Location header of a 202.',
+    'The status URL of an allocation, batch or reversal, relative to the server: `/quests/{questId}/allocations/{allocationId}`, ' +
+    '`/quests/{questId}/batches/{batchId}` or `/quests/{questId}/reversals/{reversalId}`. Sent in the Location header of a 202.',
   examples: ['/quests/7/allocations/alc_01jf8q4g0x7m3r6v2k9d1n5bta'],
 };
 
@@ -121,6 +121,8 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         version: API_VERSION,
         description: API_DESCRIPTION,
         license: { name: 'MIT', identifier: 'MIT' },
+        // The project, as LICENSE names it: who runs a deployment answers for it, and no address is invented here.
+        contact: { name: 'Quest Rewards Service contributors' },
       },
       // Relative: the server this document is served from, whatever its host and port.
       servers: [{ url: '/', description: 'The server this document is served from' }],
@@ -129,6 +131,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'campaigns', description: 'Campaigns grouping quests' },
         { name: 'allocations', description: 'Crediting points to one account, and the status of an allocation' },
         { name: 'batches', description: 'Crediting many accounts in one request, and the status of a batch' },
+        { name: 'reversals', description: 'Taking points back from a payout, and the status of a reversal' },
         { name: 'health', description: 'Liveness and readiness probes' },
       ],
       components: {
@@ -145,6 +148,27 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
     transform: transformRoute,
     transformObject: transformDocument,
   });
-  await app.register(swaggerUi, { routePrefix: '/docs' });
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  // One address for the document, /openapi.json: the docs page loads it from there (its top bar
+  // shows it), and /docs/json, @fastify/swagger-ui's own copy, redirects to it.
+  await app.register(async (docs) => {
+    docs.addHook('onRequest', async (request, reply) => {
+      if (request.url.split('?', 1)[0] === '/docs/json') return reply.redirect('/openapi.json', 301);
+    });
+    docs.addHook('onSend', async (request, _reply, payload) => {
+      if (typeof payload !== 'string' || !request.url.startsWith('/docs/static/swagger-initializer.js')) return payload;
+      return payload.replace("resolveUrl('./json')", "resolveUrl('../openapi.json')");
+    });
+    await docs.register(swaggerUi, { routePrefix: '/docs' });
+  });
+  let served: string | undefined;
+  app.get('/openapi.json', { schema: { hide: true } }, async (request, reply) => {
+    served ??= JSON.stringify(app.swagger());
+    // The examples in info.description name this server, as the request reached it.
+    const base = `${request.protocol}://${request.host}`;
+    const body = SAFE_BASE.test(base) ? served.replaceAll(`BASE=${EXAMPLE_BASE}`, `BASE=${base}`) : served;
+    return reply.type('application/json; charset=utf-8').send(body);
+  });
 }
+
+/** A base URL fit to print in the examples (the Host header is the client's to choose). */
+const SAFE_BASE = /^https?:\/\/[A-Za-z0-9.-]+(?::\d{1,5})?$|^https?:\/\/\[[0-9A-Fa-f:.]+\](?::\d{1,5})?$/;

@@ -76,3 +76,13 @@ export const EXAMPLE_BATCH = {
   total: 2,
   created_at: '2026-03-01T12:00:00.123Z',
 };
+
+export const EXAMPLE_REVERSAL = {
+  id: 'rev_01jf8q5m2c4d6e8f0g1h3j5k7m',
+  payout_id: EXAMPLE_PAYOUT.id,
+  quest_id: 7,
+  amount: 100,
+  reason: 'bot farm',
+  created_at: '2026-03-02T09:30:00.456Z',
+  account: { pass: EXAMPLE_ADDRESS },
+};

@@ -47,7 +47,7 @@ export function documented<S>(
 export const EXAMPLE_REQUEST_ID = '5b0e7f0a-3c1d-4f8e-9a52-1c7d2e6b9f40';
 
 export const LOCATION_HEADER: HeaderDoc = {
-  description: 'Where to poll for the outcome: the status URL of this allocation or batch, relative to the server.',
+  description: 'Where to poll for the outcome: the status URL of this allocation, batch or reversal, relative to the server.',
   required: true,
   schema: { $ref: '#/components/schemas/StatusUrl' },
 };

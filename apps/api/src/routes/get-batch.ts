@@ -15,6 +15,12 @@ export const getBatchRoute: FastifyPluginAsyncZod<{ deps: RouteDeps }> = async (
       schema: {
         operationId: 'getBatch',
         summary: 'Get a batch: status, progress and a page of its results',
+        description:
+          "The batch's status URL: the `Location` of a 202 from `POST /quests/{questId}/batches`. Poll it until " +
+          '`status` is `completed` (every item decided) or `failed` (stopped: send the batch again with the same ' +
+          '`Idempotency-Key` to resume); `processed`, `succeeded` and `failed` count the items so far. `results` is ' +
+          'one page of item outcomes in the order of the request (`limit` 1–100, `offset`). Only the quest owner ' +
+          'reads it.',
         tags: ['batches'],
         security: [{ apiKey: [] }],
         params: questIdParamsSchema.extend({ batchId: batchIdParamSchema }),

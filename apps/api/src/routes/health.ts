@@ -33,6 +33,10 @@ export const healthRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
         operationId: 'getHealth',
         tags: ['health'],
         summary: 'Liveness: the process is up',
+        description:
+          'Answers 200 while the process serves HTTP, without asking PostgreSQL or Redis, so an orchestrator ' +
+          'restarts only a process that is itself stuck; whether it can do work is `GET /readyz`. Needs no key ' +
+          'and is never rate limited.',
         security: [],
         response: {
           200: documented(healthViewSchema, { description: 'The process is up.', example: { status: 'ok' } }),

@@ -1,17 +1,9 @@
-import { getAllocationStatus, recordPendingAllocation, type Sql } from '@quest/db';
-import {
-  type AllocationOutcome,
-  DomainError,
-  idempotentRequestKey,
-  newId,
-  type PayoutView,
-  type RejectionCode,
-} from '@quest/domain';
-import type { Allocator, Delivery } from '@quest/queue';
-import { countAllocation, countReplyFallback } from '../metrics.ts';
+import { getAllocationStatus, type Sql } from '@quest/db';
+import { DomainError, type PayoutView, type RejectionCode, type RequestOutcome } from '@quest/domain';
+import { countAllocation } from '../metrics.ts';
 import type { AllocationView } from '../schemas/allocations.ts';
 import { errorOf } from '../schemas/common.ts';
-import { IdempotencyGuard } from './idempotency.ts';
+import { RequestPipeline, type RequestPipelineDeps } from './requests.ts';
 
 /** What became of one POST /quests/{questId}; the route turns it into HTTP. */
 export type AllocationAnswer =
@@ -32,15 +24,10 @@ export interface AllocateRequest {
   requestId: string;
 }
 
-export interface AllocationServiceDeps {
-  sql: Sql;
-  allocator: Allocator;
-  /** Refuses a reused Idempotency-Key with another body while the first is pending (tests may leave it out). */
-  idempotency?: IdempotencyGuard | undefined;
-}
+export type AllocationServiceDeps = RequestPipelineDeps;
 
-/** An outcome the database holds for a request, as the worker would have answered it; undefined while undecided. */
-async function storedOutcome(sql: Sql, questId: number, key: string): Promise<AllocationOutcome | undefined> {
+/** An allocation's outcome the database holds, as the worker would have answered it; undefined while undecided. */
+async function storedOutcome(sql: Sql, questId: number, key: string): Promise<RequestOutcome | undefined> {
   const status = await getAllocationStatus(sql, questId, key);
   switch (status?.status) {
     case 'completed':
@@ -54,28 +41,24 @@ async function storedOutcome(sql: Sql, questId: number, key: string): Promise<Al
   }
 }
 
-/**
- * The API side of one allocation request, from its key to its answer: derive the request key (the
- * client's Idempotency-Key scoped by owner and quest, or a fresh id), refuse a reused key with
- * another body, enqueue and wait for the decision, and when no decision came back — read the
- * database if the job finished (its reply was lost), or leave the 202 marker that makes the
- * request's status readable and re-drivable. Replays are marked only for a client's own key.
- */
+/** The API side of one allocation request, on the shared request pipeline (services/requests.ts). */
 export class AllocationService {
-  constructor(private readonly deps: AllocationServiceDeps) {}
+  private readonly pipeline: RequestPipeline;
+  constructor(private readonly deps: AllocationServiceDeps) {
+    this.pipeline = new RequestPipeline(deps);
+  }
 
   async allocate(request: AllocateRequest): Promise<AllocationAnswer> {
-    const { ownerId, questId, points, address, idempotencyKey } = request;
-    const key = idempotencyKey ? idempotentRequestKey(ownerId, questId, idempotencyKey, 'alc') : newId('alc');
-    if (idempotencyKey && this.deps.idempotency) {
-      await this.deps.idempotency.claim(key, IdempotencyGuard.digest([address.toLowerCase(), points]));
-    }
-    const delivery = await this.deps.allocator.allocate({ key, questId, points, address, requestId: request.requestId });
-    const outcome = await this.settle(questId, key, delivery);
-    // A generated key is never replayed but by a redelivered job: only a client's key makes a replay.
-    const replayed = idempotencyKey !== undefined && outcome !== undefined && 'replayed' in outcome && outcome.replayed === true;
-    const answer = await this.answer(outcome, replayed, { questId, key, address, points, delivery });
-    countAllocation(outcome ?? { status: 'pending' });
+    const { ownerId, questId, points, address, idempotencyKey, requestId } = request;
+    const key = RequestPipeline.key(ownerId, questId, idempotencyKey, 'alc');
+    const result = await this.pipeline.submit({
+      item: { key, questId, points, address, requestId },
+      idempotencyKey,
+      body: [address.toLowerCase(), points],
+      stored: storedOutcome,
+    });
+    const answer = this.answer(result, questId, key);
+    countAllocation(result.kind === 'decided' ? result.outcome : { status: result.kind });
     return answer;
   }
 
@@ -95,47 +78,27 @@ export class AllocationService {
     }
   }
 
-  /**
-   * The decision as far as it is known: the reply's, or — when none came — the database's if the
-   * job finished or is gone (its reply was lost; the row is the truth); undefined while undecided.
-   */
-  private async settle(questId: number, key: string, delivery: Delivery): Promise<AllocationOutcome | undefined> {
-    switch (delivery.kind) {
-      case 'decided':
-        return delivery.outcome;
-      case 'failed':
-        return { status: 'failed', code: 'ALLOCATION_FAILED' };
-      case 'undecided': {
-        const finished = delivery.job === 'completed' || delivery.job === 'unknown';
-        const stored = finished ? await storedOutcome(this.deps.sql, questId, key).catch(() => undefined) : undefined;
-        countReplyFallback({ reason: delivery.reason, items: 1, decided: stored ? 1 : 0 });
-        return stored;
-      }
-    }
-  }
-
-  private async answer(
-    outcome: AllocationOutcome | undefined,
-    replayed: boolean,
-    ctx: { questId: number; key: string; address: string; points: number; delivery: Delivery },
-  ): Promise<AllocationAnswer> {
-    switch (outcome?.status) {
-      case 'completed':
-        return { kind: 'payout', payout: outcome.payout, replayed };
-      case 'rejected':
-        return { kind: 'rejected', code: outcome.code, replayed };
+  private answer(result: Awaited<ReturnType<RequestPipeline['submit']>>, questId: number, key: string): AllocationAnswer {
+    switch (result.kind) {
       case 'failed':
         return { kind: 'failed' };
-      case undefined: {
-        const { questId, key, address, points, delivery } = ctx;
-        const enqueuedAt = delivery.kind === 'undecided' ? delivery.enqueuedAt : Date.now();
-        const jobId = delivery.kind === 'undecided' ? delivery.jobId : undefined;
-        await recordPendingAllocation(this.deps.sql, { questId, key, address, points, enqueuedAt, jobId });
+      case 'pending':
         return {
           kind: 'pending',
-          allocation: { id: key, status: 'pending', updated_at: new Date(enqueuedAt).toISOString() },
+          allocation: { id: key, status: 'pending', updated_at: new Date(result.enqueuedAt).toISOString() },
           location: `/quests/${questId}/allocations/${key}`,
         };
+      case 'decided': {
+        const { outcome, replayed } = result;
+        switch (outcome.status) {
+          case 'completed':
+            return { kind: 'payout', payout: outcome.payout, replayed };
+          case 'rejected':
+            return { kind: 'rejected', code: outcome.code, replayed };
+          case 'reversed':
+            // An alc_ key never carries a reversal; a worker that answered one is a bug.
+            throw new Error(`allocation ${key} was answered with a reversal`);
+        }
       }
     }
   }

@@ -1,11 +1,11 @@
-import type { AllocateJobData, AllocateJobResult, AllocationItem, AllocationOutcome, JobContext } from '@quest/domain';
+import type { AllocateJobData, AllocateJobResult, JobContext, RequestItem, RequestOutcome } from '@quest/domain';
 import { applyRequests, markAllocationsFailed } from '@quest/db';
 import { decisionSeconds, jobItems } from '../metrics.ts';
 import { type HandlerDeps, withRetry } from './retry.ts';
 
-const FAILED: AllocationOutcome = { status: 'failed', code: 'ALLOCATION_FAILED' };
+const FAILED: RequestOutcome = { status: 'failed', code: 'ALLOCATION_FAILED' };
 
-async function giveUp(deps: HandlerDeps, items: readonly AllocationItem[]): Promise<AllocationOutcome> {
+async function giveUp(deps: HandlerDeps, items: readonly RequestItem[]): Promise<RequestOutcome> {
   // The marker says failed (unless an outcome exists), so a client answered 202 sees it and may
   // retry with the same key; written with the same patience as the ledger itself.
   await withRetry(deps, { keys: items.map((i) => i.key) }, () =>
@@ -24,7 +24,7 @@ async function giveUp(deps: HandlerDeps, items: readonly AllocationItem[]): Prom
 function recordDecision(
   deps: HandlerDeps,
   job: JobContext,
-  items: readonly AllocationItem[],
+  items: readonly RequestItem[],
   result: AllocateJobResult,
   startedAt: number,
 ) {
@@ -47,8 +47,9 @@ function recordDecision(
 }
 
 /**
- * Decide an `allocate` job: its items (one request, or several coalesced) in one ledger
- * transaction, in order. A permanent error fails only the item that causes it.
+ * Decide an `allocate` job: its items — allocations and reversals, one request or several
+ * coalesced — in one ledger transaction, in order. A permanent error fails only the item that
+ * causes it.
  */
 export async function handleAllocate(deps: HandlerDeps, data: AllocateJobData, job: JobContext): Promise<AllocateJobResult> {
   const startedAt = Date.now();
@@ -66,7 +67,7 @@ export async function handleAllocate(deps: HandlerDeps, data: AllocateJobData, j
   if (items.length === 1) return done({ outcomes: [await giveUp(deps, items)], worker: deps.workerId });
   // A coalesced job carries other clients' requests: one item that cannot be applied must not fail
   // them all. Apply the items one by one, still in order, so only the culprit fails.
-  const single: AllocationOutcome[] = [];
+  const single: RequestOutcome[] = [];
   for (const item of items) {
     const [outcome] =
       (await withRetry(deps, { jobId: job.id, key: item.key }, () =>

@@ -2,7 +2,13 @@ import type { Sql } from '../client.ts';
 
 /**
  * The ledger audit (`quest-admin audit`): the ledger invariants, checked set-based (one grouped
- * pass over payouts per check).
+ * pass over payouts and one over reversals per check):
+ *
+ * - per quest: total_points = points_remaining + Σ payouts − Σ reversals, nothing negative,
+ *   points_remaining ≤ total_points;
+ * - per account: balance = Σ payouts − Σ reversals, never below zero;
+ * - per payout: amount > 0, its reversals add up to no more than it, and each is of its quest and
+ *   account.
  */
 
 export interface QuestViolation {
@@ -11,7 +17,9 @@ export interface QuestViolation {
   pointsRemaining: number;
   /** Σ payouts.amount of the quest. */
   paidOut: number;
-  /** total_points − (points_remaining + paid out); 0 when only a sign is wrong. */
+  /** Σ reversals.amount of the quest. */
+  reversed: number;
+  /** total_points − (points_remaining + paid out − reversed); 0 when only a sign is wrong. */
   discrepancy: number;
   problems: string[];
 }
@@ -21,7 +29,9 @@ export interface AccountViolation {
   pass: string;
   balance: number;
   paidIn: number;
-  /** balance − Σ payouts.amount. */
+  /** Σ reversals.amount taken from the account. */
+  reversed: number;
+  /** balance − (Σ payouts.amount − Σ reversals.amount). */
   discrepancy: number;
   problems: string[];
 }
@@ -31,12 +41,21 @@ export interface PayoutViolation {
   questId: number;
   accountId: number;
   amount: number;
+  /** Σ amount of its reversals. */
+  reversed: number;
   problems: string[];
 }
 
 export interface AuditReport {
   ok: boolean;
-  checked: { quests: number; accounts: number; payouts: number; pointsPaidOut: number };
+  checked: {
+    quests: number;
+    accounts: number;
+    payouts: number;
+    pointsPaidOut: number;
+    reversals: number;
+    pointsReversed: number;
+  };
   violations: { quests: number; accounts: number; payouts: number };
   /** Offending rows, at most `limit` of each kind; `violations` counts them all. */
   quests: QuestViolation[];
@@ -49,11 +68,15 @@ export async function audit(sql: Sql, opts: { limit?: number } = {}): Promise<Au
   // A repeatable-read snapshot: the counts and the violations describe one instant even while
   // allocations go on. Read-only, so it never blocks writers.
   return sql.begin('isolation level repeatable read read only', async (tx) => {
-    const [totals] = await tx<{ quests: number; accounts: number; payouts: number; paid: string }[]>`
+    const [totals] = await tx<
+      { quests: number; accounts: number; payouts: number; paid: string; reversals: number; reversed: string }[]
+    >`
       select (select count(*) from quests)::int as quests,
              (select count(*) from accounts)::int as accounts,
              (select count(*) from payouts)::int as payouts,
-             (select coalesce(sum(amount), 0) from payouts)::text as paid`;
+             (select coalesce(sum(amount), 0) from payouts)::text as paid,
+             (select count(*) from reversals)::int as reversals,
+             (select coalesce(sum(amount), 0) from reversals)::text as reversed`;
 
     const quests = await tx<
       {
@@ -61,49 +84,79 @@ export async function audit(sql: Sql, opts: { limit?: number } = {}): Promise<Au
         total_points: string;
         points_remaining: string;
         paid: string;
+        reversed: string;
         discrepancy: string;
         problems: string[];
         n: number;
       }[]
     >`
       with paid as (select quest_id, sum(amount) as paid from payouts group by quest_id),
+      reversed as (select quest_id, sum(amount) as reversed from reversals group by quest_id),
       checked as (
-        select q.id, q.total_points, q.points_remaining, coalesce(p.paid, 0) as paid,
+        select q.id, q.total_points, q.points_remaining, coalesce(p.paid, 0) as paid, coalesce(r.reversed, 0) as reversed,
                array_remove(array[
-                 case when q.total_points <> q.points_remaining + coalesce(p.paid, 0)
-                      then 'total_points <> points_remaining + sum(payouts)' end,
+                 case when q.total_points <> q.points_remaining + coalesce(p.paid, 0) - coalesce(r.reversed, 0)
+                      then 'total_points <> points_remaining + sum(payouts) - sum(reversals)' end,
                  case when q.total_points < 0 then 'total_points < 0' end,
                  case when q.points_remaining < 0 then 'points_remaining < 0' end,
                  case when q.points_remaining > q.total_points then 'points_remaining > total_points' end
                ], null) as problems
-        from quests q left join paid p on p.quest_id = q.id
+        from quests q left join paid p on p.quest_id = q.id left join reversed r on r.quest_id = q.id
       )
-      select id, total_points::text, points_remaining::text, paid::text,
-             (total_points - points_remaining - paid)::text as discrepancy, problems,
+      select id, total_points::text, points_remaining::text, paid::text, reversed::text,
+             (total_points - points_remaining - paid + reversed)::text as discrepancy, problems,
              count(*) over ()::int as n
       from checked where cardinality(problems) > 0
       order by id limit ${limit}`;
 
     const accounts = await tx<
-      { id: number; pass_address: string; balance: string; paid: string; discrepancy: string; problems: string[]; n: number }[]
+      {
+        id: number;
+        pass_address: string;
+        balance: string;
+        paid: string;
+        reversed: string;
+        discrepancy: string;
+        problems: string[];
+        n: number;
+      }[]
     >`
       with paid as (select account_id, sum(amount) as paid from payouts group by account_id),
+      reversed as (select account_id, sum(amount) as reversed from reversals group by account_id),
       checked as (
-        select a.id, a.pass_address, a.balance, coalesce(p.paid, 0) as paid,
+        select a.id, a.pass_address, a.balance, coalesce(p.paid, 0) as paid, coalesce(r.reversed, 0) as reversed,
                array_remove(array[
-                 case when a.balance <> coalesce(p.paid, 0) then 'balance <> sum(payouts)' end,
+                 case when a.balance <> coalesce(p.paid, 0) - coalesce(r.reversed, 0) then 'balance <> sum(payouts) - sum(reversals)' end,
                  case when a.balance < 0 then 'balance < 0' end
                ], null) as problems
-        from accounts a left join paid p on p.account_id = a.id
+        from accounts a left join paid p on p.account_id = a.id left join reversed r on r.account_id = a.id
       )
-      select id, pass_address, balance::text, paid::text, (balance - paid)::text as discrepancy, problems,
-             count(*) over ()::int as n
+      select id, pass_address, balance::text, paid::text, reversed::text, (balance - paid + reversed)::text as discrepancy,
+             problems, count(*) over ()::int as n
       from checked where cardinality(problems) > 0
       order by id limit ${limit}`;
 
-    const payouts = await tx<{ id: string; quest_id: number; account_id: number; amount: string; n: number }[]>`
-      select id, quest_id, account_id, amount::text, count(*) over ()::int as n
-      from payouts where amount <= 0 order by id limit ${limit}`;
+    const payouts = await tx<
+      { id: string; quest_id: number; account_id: number; amount: string; reversed: string; problems: string[]; n: number }[]
+    >`
+      with reversed as (
+        select r.payout_id, sum(r.amount) as reversed,
+               bool_or(r.quest_id <> p.quest_id or r.account_id <> p.account_id) as misplaced
+        from reversals r join payouts p on p.id = r.payout_id group by r.payout_id
+      ),
+      checked as (
+        select p.id, p.quest_id, p.account_id, p.amount, coalesce(r.reversed, 0) as reversed,
+               array_remove(array[
+                 case when p.amount <= 0 then 'amount <= 0' end,
+                 case when coalesce(r.reversed, 0) > p.amount then 'sum(reversals) > amount' end,
+                 case when r.misplaced then 'a reversal of another quest or account' end
+               ], null) as problems
+        from payouts p left join reversed r on r.payout_id = p.id
+        where p.amount <= 0 or r.payout_id is not null
+      )
+      select id, quest_id, account_id, amount::text, reversed::text, problems, count(*) over ()::int as n
+      from checked where cardinality(problems) > 0
+      order by id limit ${limit}`;
 
     const violations = { quests: quests[0]?.n ?? 0, accounts: accounts[0]?.n ?? 0, payouts: payouts[0]?.n ?? 0 };
     return {
@@ -113,6 +166,8 @@ export async function audit(sql: Sql, opts: { limit?: number } = {}): Promise<Au
         accounts: totals!.accounts,
         payouts: totals!.payouts,
         pointsPaidOut: Number(totals!.paid),
+        reversals: totals!.reversals,
+        pointsReversed: Number(totals!.reversed),
       },
       violations,
       quests: quests.map((r) => ({
@@ -120,6 +175,7 @@ export async function audit(sql: Sql, opts: { limit?: number } = {}): Promise<Au
         totalPoints: Number(r.total_points),
         pointsRemaining: Number(r.points_remaining),
         paidOut: Number(r.paid),
+        reversed: Number(r.reversed),
         discrepancy: Number(r.discrepancy),
         problems: r.problems,
       })),
@@ -128,6 +184,7 @@ export async function audit(sql: Sql, opts: { limit?: number } = {}): Promise<Au
         pass: r.pass_address,
         balance: Number(r.balance),
         paidIn: Number(r.paid),
+        reversed: Number(r.reversed),
         discrepancy: Number(r.discrepancy),
         problems: r.problems,
       })),
@@ -136,7 +193,8 @@ export async function audit(sql: Sql, opts: { limit?: number } = {}): Promise<Au
         questId: r.quest_id,
         accountId: r.account_id,
         amount: Number(r.amount),
-        problems: ['amount <= 0'],
+        reversed: Number(r.reversed),
+        problems: r.problems,
       })),
     };
   }) as Promise<AuditReport>;

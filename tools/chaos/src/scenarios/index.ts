@@ -7,6 +7,7 @@ import { redisFlushall } from './redis-flushall.ts';
 import { redisKillAof } from './redis-kill-aof.ts';
 import { redisKillNopersist } from './redis-kill-nopersist.ts';
 import { workerSigkill } from './worker-sigkill.ts';
+import { workerSigkillReversals } from './worker-sigkill-reversals.ts';
 import { workerSigstop } from './worker-sigstop.ts';
 import { workerZombie } from './worker-zombie.ts';
 
@@ -19,6 +20,7 @@ export const SCENARIOS: Scenario[] = [
   redisKillNopersist,
   redisFlushall,
   workerSigkill,
+  workerSigkillReversals,
   workerSigstop,
   workerZombie,
   apiSigkill,

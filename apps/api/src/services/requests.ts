@@ -1,0 +1,87 @@
+import { recordPendingRequest, type Sql } from '@quest/db';
+import { idempotentRequestKey, newId, type RequestItem, type RequestOutcome } from '@quest/domain';
+import type { Allocator, Delivery } from '@quest/queue';
+import { countReplyFallback } from '../metrics.ts';
+import { IdempotencyGuard } from './idempotency.ts';
+
+/**
+ * The API side of one single request — an allocation or a reversal — shared by their services:
+ * the request key (the client's Idempotency-Key scoped by owner and quest, or a fresh id), the
+ * refusal of a reused key with another body, enqueue and wait for the decision on the quest's
+ * partition, and when no decision came back: the database's answer if the job finished (its reply
+ * was lost), or the 202 marker that makes the request's status readable and re-drivable. Replays
+ * are marked only for a client's own key. What a decision means in HTTP is each service's business.
+ */
+
+export interface RequestPipelineDeps {
+  sql: Sql;
+  allocator: Allocator;
+  /** Refuses a reused Idempotency-Key with another body while the first is pending (tests may leave it out). */
+  idempotency?: IdempotencyGuard | undefined;
+}
+
+/** What became of a request: decided (credited, reversed or rejected), failed (nothing applied), or still pending (202). */
+export type RequestResult =
+  | { kind: 'decided'; outcome: Exclude<RequestOutcome, { status: 'failed' }>; replayed: boolean }
+  | { kind: 'failed' }
+  | { kind: 'pending'; enqueuedAt: number };
+
+export interface RequestSubmission {
+  /** The item to decide, with its request key (see RequestPipeline.key). */
+  item: RequestItem;
+  /** The client's Idempotency-Key header, if any. */
+  idempotencyKey: string | undefined;
+  /** The body's meaningful fields, in a canonical order: the same key with another body is refused. */
+  body: readonly (string | number)[];
+  /** The outcome the database holds for the key, as a worker would have answered it; undefined while undecided. */
+  stored: (sql: Sql, questId: number, key: string) => Promise<RequestOutcome | undefined>;
+}
+
+export class RequestPipeline {
+  constructor(private readonly deps: RequestPipelineDeps) {}
+
+  /** The request key: derived from the client's Idempotency-Key (scoped by owner and quest), or fresh. */
+  static key(ownerId: string, questId: number, idempotencyKey: string | undefined, prefix: 'alc' | 'rev'): string {
+    return idempotencyKey ? idempotentRequestKey(ownerId, questId, idempotencyKey, prefix) : newId(prefix);
+  }
+
+  async submit({ item, idempotencyKey, body, stored }: RequestSubmission): Promise<RequestResult> {
+    const { sql, allocator, idempotency } = this.deps;
+    if (idempotencyKey && idempotency) await idempotency.claim(item.key, IdempotencyGuard.digest(body));
+    const delivery = await allocator.allocate(item);
+    const outcome = await this.settle(item, delivery, stored);
+    if (outcome === undefined) {
+      const enqueuedAt = delivery.kind === 'undecided' ? delivery.enqueuedAt : Date.now();
+      const jobId = delivery.kind === 'undecided' ? delivery.jobId : undefined;
+      await recordPendingRequest(sql, { ...item, enqueuedAt, jobId });
+      return { kind: 'pending', enqueuedAt };
+    }
+    if (outcome.status === 'failed') return { kind: 'failed' };
+    // A generated key is never replayed but by a redelivered job: only a client's key makes a replay.
+    const replayed = idempotencyKey !== undefined && outcome.replayed === true;
+    return { kind: 'decided', outcome, replayed };
+  }
+
+  /**
+   * The decision as far as it is known: the reply's, or — when none came — the database's if the
+   * job finished or is gone (its reply was lost; the row is the truth); undefined while undecided.
+   */
+  private async settle(
+    item: RequestItem,
+    delivery: Delivery,
+    stored: RequestSubmission['stored'],
+  ): Promise<RequestOutcome | undefined> {
+    switch (delivery.kind) {
+      case 'decided':
+        return delivery.outcome;
+      case 'failed':
+        return { status: 'failed', code: 'ALLOCATION_FAILED' };
+      case 'undecided': {
+        const finished = delivery.job === 'completed' || delivery.job === 'unknown';
+        const found = finished ? await stored(this.deps.sql, item.questId, item.key).catch(() => undefined) : undefined;
+        countReplyFallback({ reason: delivery.reason, items: 1, decided: found ? 1 : 0 });
+        return found;
+      }
+    }
+  }
+}
