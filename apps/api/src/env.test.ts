@@ -37,6 +37,7 @@ describe('loadApiConfig', () => {
       HTTP_MAX_CONNECTIONS: 10_000,
       TRUST_PROXY: false,
       WEBHOOK_ALLOW_PRIVATE_URLS: false,
+      DATABASE_READ_MAX_LAG_MS: 5000,
       DB_STATEMENT_TIMEOUT_MS: 10_000,
     });
   });
@@ -50,6 +51,16 @@ describe('loadApiConfig', () => {
       HOST: '0.0.0.0',
     });
     expect(config).toMatchObject({ PORT: 8080, TRUST_PROXY: true, LOG_LEVEL: 'debug', BATCH_WAIT_MS: 250, HOST: '0.0.0.0' });
+  });
+
+  it('takes a multi-host DATABASE_URL only with target_session_attrs=read-write (or primary)', () => {
+    const hosts = 'postgres://app@pg1:5432,pg2:5432/quest_rewards';
+    expect(loadApiConfig({ DATABASE_URL: `${hosts}?target_session_attrs=read-write` }).DATABASE_URL).toBe(
+      `${hosts}?target_session_attrs=read-write`,
+    );
+    expect(loadApiConfig({ DATABASE_URL: `${hosts}?sslmode=require&target_session_attrs=primary` })).toBeDefined();
+    expect(() => loadApiConfig({ DATABASE_URL: hosts })).toThrow(/DATABASE_URL.*target_session_attrs=read-write/);
+    expect(() => loadApiConfig({ DATABASE_URL: `${hosts}?target_session_attrs=any` })).toThrow(ConfigError);
   });
 
   it('lists every bad variable in one readable error', () => {

@@ -113,6 +113,25 @@ export const apiEnvSchema = z.object({
   TRUST_PROXY: boolVar(false).meta({
     description: 'Trust `X-Forwarded-*` headers (only behind a proxy that sets them).',
   }),
+  DATABASE_READ_URL: optionalVar(
+    z
+      .string()
+      .refine((v) => /^postgres(ql)?:\/\//.test(v), 'must be a postgres:// or postgresql:// URL')
+      .optional(),
+  ).meta({
+    description:
+      'Standbys for the public reads only (`GET /quests`, `GET /campaigns/{id}`), e.g. ' +
+      '`postgres://app@pg2:5432,pg3:5432/quest_rewards?target_session_attrs=prefer-standby`; they are served there ' +
+      'while the standby is known to lag the primary by at most `DATABASE_READ_MAX_LAG_MS`, else by the primary. ' +
+      'Owner-only reads, statuses and every write stay on the primary. See [High availability](high-availability.md#read-routing).',
+    defaultText: 'unset: every read on the primary',
+    boundsText: '`postgres://` or `postgresql://` URL',
+  }),
+  DATABASE_READ_MAX_LAG_MS: intVar(5000, 500, 3_600_000).meta({
+    description:
+      'Staleness bound of the public reads served by `DATABASE_READ_URL`: a read there misses no commit older than ' +
+      'this (checked twice a second from WAL positions; `quest_read_replica_staleness_seconds` shows it).',
+  }),
   DB_STATEMENT_TIMEOUT_MS: intVar(10_000, 0, 3_600_000).meta({
     description: 'PostgreSQL cancels an API query running longer than this (answered 503 `DATABASE_UNAVAILABLE`); `0`: no limit.',
   }),

@@ -7,6 +7,7 @@ import { buildApp } from './app.ts';
 import { QuestAuthorizer } from './auth.ts';
 import { type ApiConfig, loadApiConfig } from './env.ts';
 import { FeatureFlagCache } from './flags.ts';
+import { READ_ROUTING_INTERVAL_MS, ReadRouter } from './read-routing.ts';
 import { IdempotencyGuard } from './services/idempotency.ts';
 import { createLogger } from './logger.ts';
 
@@ -34,6 +35,18 @@ try {
     applicationName: `quest-api ${hostname()}-${process.pid}`,
     statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
   });
+  // Public reads on standbys, within a staleness bound (docs/high-availability.md#read-routing).
+  const readSql = config.DATABASE_READ_URL
+    ? createSql(config.DATABASE_READ_URL, {
+        max: config.DATABASE_POOL_MAX,
+        applicationName: `quest-api-read ${hostname()}-${process.pid}`,
+        statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
+      })
+    : undefined;
+  const reads = readSql
+    ? new ReadRouter(sql, readSql, { maxLagMs: config.DATABASE_READ_MAX_LAG_MS, intervalMs: READ_ROUTING_INTERVAL_MS, logger })
+    : undefined;
+  await reads?.start();
   const flags = await FeatureFlagCache.start(sql, { logger });
   const auth = await QuestAuthorizer.start(sql, { ttlMs: config.AUTH_CACHE_TTL_MS, logger });
   const allocator = await createAllocator({
@@ -58,7 +71,7 @@ try {
   redis.on('error', (err) => logger.warn({ err }, 'redis connection error (idempotency guard)'));
   await redis.connect();
   const idempotency = new IdempotencyGuard(redis, { prefix: config.QUEUE_PREFIX, ttlMs: config.IDEMPOTENCY_GUARD_TTL_MS });
-  const app = await buildApp(config, { sql, flags, allocator, auth, logger, idempotency, redis });
+  const app = await buildApp(config, { sql, reads, flags, allocator, auth, logger, idempotency, redis });
   await app.listen({ host: config.HOST, port: config.PORT });
 
   // Stop taking requests, let in-flight ones finish (they may be waiting on an allocation), then close the pools.
@@ -79,7 +92,8 @@ try {
     await allocator.close();
     redis.disconnect();
     await Promise.race([auth.stop(), new Promise((r) => setTimeout(r, 1000).unref())]);
-    await sql.end({ timeout: 1 });
+    reads?.stop();
+    await Promise.all([sql.end({ timeout: 1 }), readSql?.end({ timeout: 1 })]);
     logger.info('stopped');
   };
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {

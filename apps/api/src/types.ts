@@ -6,6 +6,7 @@ import type { QuestAuthorizer } from './auth.ts';
 import type { ApiConfig } from './env.ts';
 import type { FeatureFlagCache } from './flags.ts';
 import type { OwnerItemLimit } from './rate-limits.ts';
+import type { ReadRouter } from './read-routing.ts';
 import type { AllocationService } from './services/allocations.ts';
 import type { BatchService } from './services/batches.ts';
 import type { IdempotencyGuard } from './services/idempotency.ts';
@@ -28,6 +29,8 @@ export interface ApiDeps {
   idempotency?: IdempotencyGuard;
   /** Redis shared by every API process for rate limits; limits are counted in this process without it. */
   redis?: Redis;
+  /** Where the public reads go when DATABASE_READ_URL is set; `sql` (the primary) when omitted. */
+  reads?: ReadRouter;
   /** Process logger (see createLogger); a fresh one at LOG_LEVEL when omitted. */
   logger?: FastifyBaseLogger;
 }

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import {
+  boolVar,
   databaseEnv,
   envFileEnv,
   intVar,
@@ -37,6 +38,13 @@ export const workerEnvSchema = z.object({
   ...healthFileEnv,
   ...webhookEnv,
   DATABASE_POOL_MAX: poolMaxVar(20),
+  DATABASE_REQUIRE_SYNC_STANDBY: boolVar(false).meta({
+    description:
+      'At start-up the worker checks that the primary confirms every commit on a synchronous standby ' +
+      '(`synchronous_commit` on or `remote_write`, `synchronous_standby_names` set, a standby streaming in sync in ' +
+      '`pg_stat_replication`; the role needs `pg_monitor` to see it). `false`: a warning in the log when not; `true`: ' +
+      'the worker refuses to start. See [High availability](high-availability.md).',
+  }),
   WORKER_ID: z.string().min(1).max(100).optional().meta({
     description: 'Member name in the pool; stored on each job it processes and in its log lines.',
     defaultText: '`<hostname>-<pid>-<random>`',

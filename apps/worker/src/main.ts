@@ -1,6 +1,6 @@
 import { pino } from 'pino';
 import { ConfigError, loadEnvironment, parseSecretKey } from '@quest/config';
-import { createSql } from '@quest/db';
+import { createSql, readReplicationState, synchronousReplicationProblems } from '@quest/db';
 import { DatabaseConfigurationError, migrate, waitForDatabase } from '@quest/db/migrate';
 import {
   DeliveryQueue,
@@ -57,6 +57,21 @@ const sql = createSql(config.DATABASE_URL, {
   idleInTransactionTimeoutMs: config.DB_IDLE_IN_TRANSACTION_TIMEOUT_MS,
   lockTimeoutMs: config.DB_LOCK_TIMEOUT_MS,
 });
+// A 200 means a payout is on two machines only when the primary waits for a synchronous standby.
+const replicationProblems = await readReplicationState(sql).then(synchronousReplicationProblems, (err: Error) => [
+  `the replication check failed: ${err.message}`,
+]);
+if (replicationProblems.length > 0) {
+  const msg = 'PostgreSQL primary without a synchronous standby: an acknowledged credit is lost with the primary';
+  if (config.DATABASE_REQUIRE_SYNC_STANDBY) {
+    logger.fatal({ problems: replicationProblems }, `${msg}; refusing to start (DATABASE_REQUIRE_SYNC_STANDBY=true)`);
+    console.error(`quest-worker: ${msg}: ${replicationProblems.join('; ')} (DATABASE_REQUIRE_SYNC_STANDBY=true)`);
+    process.exit(1);
+  }
+  logger.warn({ problems: replicationProblems }, msg);
+} else {
+  logger.info('PostgreSQL primary confirms every commit on a synchronous standby');
+}
 // Replies to the API processes: fail fast (no offline queue), they are advisory.
 const replyRedis = producerConnection(config.REDIS_URL);
 replyRedis.on('error', () => {});

@@ -62,4 +62,40 @@ describe('worker start-up', () => {
       await run.exited;
     }
   });
+
+  // The shared test server is a primary without standbys: what a single-node deployment looks like.
+  test('a worker on a primary without a synchronous standby warns, and starts', async ({ database, redis }) => {
+    const run = runWorker({ DATABASE_URL: database.url, REDIS_URL: redis.url, QUEUE_PREFIX: redis.prefix }, (out) =>
+      out.includes('worker started'),
+    );
+    try {
+      await Promise.race([run.seen, run.exited.then((code) => Promise.reject(new Error(`exited with ${code}`)))]);
+      const warning = run
+        .stdout()
+        .split('\n')
+        .find((l) => l.includes('without a synchronous standby'));
+      expect(warning, run.stdout()).toBeDefined();
+      expect(JSON.parse(warning!)).toMatchObject({
+        level: 40,
+        problems: [expect.stringMatching(/^synchronous_standby_names is empty/)],
+      });
+    } finally {
+      run.child.kill('SIGKILL');
+      await run.exited;
+    }
+  });
+
+  test('with DATABASE_REQUIRE_SYNC_STANDBY=true the same worker refuses to start, saying why', async ({ database, redis }) => {
+    const run = runWorker({
+      DATABASE_URL: database.url,
+      REDIS_URL: redis.url,
+      QUEUE_PREFIX: redis.prefix,
+      DATABASE_REQUIRE_SYNC_STANDBY: 'true',
+    });
+    expect(await run.exited).toBe(1);
+    expect(run.stderr().trim()).toMatch(
+      /^quest-worker: PostgreSQL primary without a synchronous standby: .*synchronous_standby_names is empty.*DATABASE_REQUIRE_SYNC_STANDBY=true\)$/,
+    );
+    expect(run.stdout()).not.toContain('worker started');
+  });
 });

@@ -45,7 +45,19 @@ export const boolVar = (def: boolean) =>
 export const optionalVar = <T extends z.ZodType<string | undefined>>(schema: T) =>
   z.preprocess((v) => (v === '' ? undefined : v), schema);
 
-const postgresUrl = z.string().refine((v) => /^postgres(ql)?:\/\//.test(v), 'must be a postgres:// or postgresql:// URL');
+const postgresUrl = z
+  .string()
+  .refine((v) => /^postgres(ql)?:\/\//.test(v), 'must be a postgres:// or postgresql:// URL')
+  .refine(
+    (v) => !isMultiHost(v) || /[?&]target_session_attrs=(read-write|primary)(&|#|$)/.test(v),
+    'lists several hosts: add ?target_session_attrs=read-write, so that only the primary is used',
+  );
+
+/** `postgres://user@h1:5432,h2:5432/db`: the host part holds a comma. */
+function isMultiHost(url: string): boolean {
+  const authority = url.replace(/^postgres(ql)?:\/\//, '').split(/[/?#]/)[0] ?? '';
+  return authority.slice(authority.lastIndexOf('@') + 1).includes(',');
+}
 const redisUrl = z
   .string()
   .refine((v) => /^(rediss?|redis-cluster):\/\//.test(v), 'must be a redis://, rediss:// or redis-cluster:// URL');
@@ -79,7 +91,10 @@ export const DATABASE_URL = z
   .meta({
     description:
       'PostgreSQL. `npm start`, `npm run migrate`, the API and quest-admin create the database if it is missing and ' +
-      'apply pending migrations; a worker waits until it answers (an outage is waited out) and applies them.',
+      'apply pending migrations; a worker waits until it answers (an outage is waited out) and applies them. With a ' +
+      'standby, list every node and keep only the primary: `postgres://user@pg1:5432,pg2:5432/quest_rewards?' +
+      'target_session_attrs=read-write` (required with several hosts); after a failover every process reconnects ' +
+      'to the new primary by itself. See [High availability](high-availability.md).',
     boundsText: '`postgres://` or `postgresql://` URL',
   });
 

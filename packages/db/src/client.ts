@@ -21,14 +21,28 @@ export interface SqlOptions {
 }
 
 /**
+ * Pause before a connection tries again after a failed attempt, in seconds, by the pool's count of
+ * failures in a row: 50 ms doubling to 1 s. postgres.js's own grows to 20 s, so after a long outage
+ * (a failover manager takes 10–30 s to promote) the pool would find the new primary up to 20 s late.
+ */
+export const reconnectBackoff = (failures: number): number => Math.min(0.05 * 2 ** Math.min(failures, 10), 1);
+
+/**
  * One postgres.js pool. int8 columns are parsed to JS numbers: every amount is bounded by a CHECK
  * to ≤ 2^53-1, so the conversion is exact. Notices are not logged (migrations emit some).
+ *
+ * `url` may list several hosts with `target_session_attrs=read-write` (docs/high-availability.md):
+ * each connection tries the hosts in turn from the one after its last, and keeps only the primary
+ * (patches/postgres+3.4.9.patch makes postgres.js refuse a hot standby there and give up after one
+ * round). The session settings below are start-up parameters, so every reconnection, to whichever
+ * host is the primary then, carries them again.
  */
 export function createSql(url: string, opts: SqlOptions = {}): Sql {
   return postgres(url, {
     max: opts.max ?? 10,
     idle_timeout: opts.idleTimeout ?? 30,
     connect_timeout: opts.connectTimeout ?? 5,
+    backoff: reconnectBackoff,
     onnotice: () => {},
     connection: {
       application_name: opts.applicationName ?? 'quest-rewards',
@@ -48,7 +62,8 @@ export function createSql(url: string, opts: SqlOptions = {}): Sql {
 }
 
 /** postgres.js error codes / SQLSTATEs that mean "try again", not "this request is wrong". */
-const TRANSIENT_SQLSTATE = /^(08|40001|40P01|53|55P03|57014|57P0[1-5]|25P03)/;
+// 25006 (read-only transaction): a session on a server that is, or has just become, a standby.
+const TRANSIENT_SQLSTATE = /^(08|40001|40P01|53|55P03|57014|57P0[1-5]|25P03|25006)/;
 /** Configuration errors: retrying cannot help (missing database, authentication, missing table). */
 const CONFIGURATION_SQLSTATE = /^(3D000|28000|28P01|42P01|3F000)$/;
 const TRANSIENT_CLIENT_CODES = new Set([
@@ -62,6 +77,8 @@ const TRANSIENT_CLIENT_CODES = new Set([
   'ETIMEDOUT',
   'ENOTFOUND',
   'EAI_AGAIN',
+  // No host of a multi-host URL is the primary now (a failover in progress): patches/postgres+3.4.9.patch.
+  'TARGET_SESSION_ATTRS',
 ]);
 
 /**

@@ -6,6 +6,7 @@ export * from './reads.ts';
 export * from './observe.ts';
 export * from './payouts.ts';
 export * from './status.ts';
+export * from './replication.ts';
 export * from './account-payouts.ts';
 export * from './outbox.ts';
 export * from './webhooks.ts';

@@ -16,7 +16,8 @@ const MIGRATION_LOCK_ID = 7_351_042_001;
 
 /**
  * Create the target database if it does not exist. Connects to the `postgres` maintenance
- * database of the same server; losing a race with a concurrent creator is fine.
+ * database of the same servers (with a multi-host URL, the primary: `target_session_attrs` is kept);
+ * losing a race with a concurrent creator is fine.
  */
 export async function ensureDatabase(url: string): Promise<boolean> {
   const name = databaseName(url);

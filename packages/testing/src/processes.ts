@@ -166,8 +166,9 @@ const LISTENING = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/;
 export async function startApiProcess(
   env: Record<string, string>,
   entry: string = serviceEntry('api'),
+  timeoutMs = 30_000,
 ): Promise<{ process: ServiceProcess; baseUrl: string }> {
-  const api = await startProcess(entry, { PORT: '0', ...env }, LISTENING);
+  const api = await startProcess(entry, { PORT: '0', ...env }, LISTENING, timeoutMs);
   return { process: api, baseUrl: LISTENING.exec(api.output())![1]! };
 }
 

@@ -7,7 +7,7 @@ import { type CliRun, runCli } from '@quest/testing/cli';
 import { onExitCleanup } from '@quest/testing/exit';
 import { UNTHROTTLED_RATE_LIMITS } from '@quest/testing/limits';
 import { freePort } from '@quest/testing/ports';
-import { type PrivatePostgres, startPostgres } from '@quest/testing/postgres';
+import { type PrivatePostgres, type PrivatePostgresPair, startPostgres, startPostgresPair } from '@quest/testing/postgres';
 import { type ServiceProcess, startApiProcess, startWorker } from '@quest/testing/processes';
 import { type PrivateRedis, startRedis } from '@quest/testing/redis';
 import { createAccounts, createQuests, randomAddress } from '@quest/testing/seed';
@@ -32,6 +32,11 @@ export interface ClusterOptions {
   /** Extra environment of the first worker process. */
   firstWorkerEnv?: Record<string, string>;
   redisPersistence: 'aof' | 'none';
+  /**
+   * `pair`: a primary, a synchronous standby and an asynchronous one that is never promoted, every
+   * process given all three hosts (a multi-host DATABASE_URL).
+   */
+  postgres?: 'single' | 'pair';
   env?: Record<string, string>;
 }
 
@@ -63,16 +68,42 @@ export class Cluster {
   accounts: `0x${string}`[] = [];
   /** The owner's webhook endpoint and its receiver, in the scenarios that subscribe one. */
   webhooks: ChaosWebhooks | undefined;
+  /** Moments a scenario records while it injects its fault (e.g. `promoted`), by name. */
+  readonly marks = new Map<string, number>();
   private constructor(
-    readonly pg: PrivatePostgres,
+    private readonly db: { kind: 'single'; pg: PrivatePostgres } | { kind: 'pair'; pair: PrivatePostgresPair },
     readonly redis: PrivateRedis,
   ) {}
 
+  /** The single PostgreSQL server (scenarios on a `single` cluster). */
+  get pg(): PrivatePostgres {
+    if (this.db.kind !== 'single') throw new Error('this cluster runs a primary and a standby: use `pair`');
+    return this.db.pg;
+  }
+
+  /** The primary and its standby (scenarios on a `pair` cluster). */
+  get pair(): PrivatePostgresPair {
+    if (this.db.kind !== 'pair') throw new Error('this cluster runs one PostgreSQL server: use `pg`');
+    return this.db.pair;
+  }
+
+  /** Point the checker's own pool at `url` (after a failover: the new primary alone, named directly). */
+  async useCheckerUrl(url: string): Promise<void> {
+    const old = this.sql;
+    this.sql = createSql(url, { max: 4, applicationName: 'quest-chaos-checker', connectTimeout: 5 });
+    await old?.end({ timeout: 1 }).catch(() => {});
+  }
+
   static async start(opts: ClusterOptions): Promise<Cluster> {
-    const [pg, redis] = await Promise.all([startPostgres(), startRedis(opts.redisPersistence)]);
-    const c = new Cluster(pg, redis);
+    const [db, redis] = await Promise.all([
+      opts.postgres === 'pair'
+        ? startPostgresPair({ asyncStandby: true }).then((pair) => ({ kind: 'pair' as const, pair }))
+        : startPostgres().then((pg) => ({ kind: 'single' as const, pg })),
+      startRedis(opts.redisPersistence),
+    ]);
+    const c = new Cluster(db, redis);
     try {
-      const url = pg.url('quest_chaos');
+      const url = db.kind === 'pair' ? db.pair.url('quest_chaos') : db.pg.url('quest_chaos');
       await migrate(url);
       c.sql = createSql(url, { max: 4, applicationName: 'quest-chaos-checker', connectTimeout: 5 });
       c.env = { ...CHAOS_ENV, DATABASE_URL: url, REDIS_URL: redis.url, ...opts.env };
@@ -214,6 +245,6 @@ export class Cluster {
       }),
     );
     await this.sql?.end({ timeout: 2 }).catch(() => {});
-    await Promise.all([this.redis.stop(), this.pg.stop()]);
+    await Promise.all([this.redis.stop(), this.db.kind === 'pair' ? this.db.pair.stop() : this.db.pg.stop()]);
   }
 }

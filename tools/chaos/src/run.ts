@@ -47,6 +47,11 @@ export interface ScenarioResult {
   errors: number;
   /** From the fault's injection until requests succeed again and the work pending at the fault is decided. */
   recoveryMs: number | undefined;
+  /**
+   * Failover scenarios: from the standby's promotion to the first 200 answered to a request sent after
+   * the primary died (so decided on the new primary); undefined when none came.
+   */
+  resumeMs?: number;
   credit?: string;
   /** Events, deliveries and duplicates, in the scenarios with a webhook receiver. */
   webhooks?: string;
@@ -72,6 +77,15 @@ function recovery(ops: Op[], injectedAt: number, faultEnd: number): number | und
   return end - injectedAt;
 }
 
+/** From `since` to the first 200 answering an attempt sent after `sentAfter`. */
+function firstOkAfter(ops: Op[], sentAfter: number, since: number): number | undefined {
+  let first: number | undefined;
+  for (const op of ops)
+    for (const a of op.attempts)
+      if (a.status === 200 && a.sentAt > sentAfter && (first === undefined || a.at < first)) first = a.at;
+  return first === undefined ? undefined : first - since;
+}
+
 export async function runScenario(
   s: Scenario,
   profile: LoadProfile,
@@ -83,6 +97,7 @@ export async function runScenario(
   const cluster = await Cluster.start({
     workers: s.workers,
     redisPersistence: s.redis,
+    postgres: s.postgres,
     firstWorkerEnv: s.firstWorkerEnv,
     ...(s.env ? { env: s.env } : {}),
   });
@@ -191,11 +206,19 @@ export async function runScenario(
           ops: load.ops.map((o) => ({ ...o, payoutIds: [...o.payoutIds], itemPayouts: undefined, itemRejected: undefined })),
         }),
       );
+    const killed = cluster.marks.get('killed');
+    const promoted = cluster.marks.get('promoted');
+    const resumeMs = killed !== undefined && promoted !== undefined ? firstOkAfter(load.ops, killed, promoted) : undefined;
+    if (promoted !== undefined && resumeMs === undefined)
+      violations.push('no request sent after the primary died was answered 200');
+    if (promoted !== undefined)
+      log(`[${s.name}] first 200 ${resumeMs === undefined ? 'never came' : `${resumeMs} ms after the promotion`}`);
     return {
       name: s.name,
       fault: s.fault,
       ...counts,
       recoveryMs: recovery(load.ops, injectedAt, faultEnd),
+      resumeMs,
       credit: creditNote,
       ...(webhooksNote ? { webhooks: webhooksNote } : {}),
       violations,

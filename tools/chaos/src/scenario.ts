@@ -7,6 +7,8 @@ export interface Scenario {
   fault: string;
   workers: number;
   redis: 'aof' | 'none';
+  /** `pair`: a primary and a synchronous standby of the scenario's own (default: one server). */
+  postgres?: 'single' | 'pair';
   firstWorkerEnv?: Record<string, string>;
   /** Extra environment of every process. */
   env?: Record<string, string>;

@@ -4,6 +4,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { EXAMPLE_CAMPAIGN } from '../openapi/examples.ts';
 import { documented, errorResponses } from '../openapi/responses.ts';
 import type { ApiDeps } from '../types.ts';
+import { publicRead } from '../read-routing.ts';
 
 export function toCampaignView(campaign: CampaignRow, quests: CampaignQuestRow[]): CampaignView {
   return {
@@ -69,7 +70,9 @@ export const getCampaignRoute: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async 
     async (request) => {
       deps.flags.require('campaigns');
       const { id } = request.params;
-      const [campaign, quests] = await Promise.all([getCampaign(deps.sql, id), listCampaignQuests(deps.sql, id)]);
+      const [campaign, quests] = await publicRead(deps, (sql) =>
+        Promise.all([getCampaign(sql, id), listCampaignQuests(sql, id)]),
+      );
       if (!campaign) throw new DomainError('CAMPAIGN_NOT_FOUND');
       return toCampaignView(campaign, quests);
     },

@@ -4,6 +4,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { EXAMPLE_PUBLIC_QUESTS } from '../openapi/examples.ts';
 import { documented, errorResponses } from '../openapi/responses.ts';
 import type { ApiDeps } from '../types.ts';
+import { publicRead } from '../read-routing.ts';
 
 export function toPublicQuestView(row: PublicQuestRow): PublicQuestView {
   return {
@@ -58,7 +59,7 @@ export const getQuestsRoute: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
     async (request) => {
       deps.flags.require('quests');
       const { owner, limit, offset } = request.query;
-      const rows = await listPublicQuests(deps.sql, { ownerAddress: owner, limit, offset });
+      const rows = await publicRead(deps, (sql) => listPublicQuests(sql, { ownerAddress: owner, limit, offset }));
       return rows.map(toPublicQuestView);
     },
   );

@@ -2,6 +2,7 @@ import type { Scenario } from '../scenario.ts';
 import { apiSigkill } from './api-sigkill.ts';
 import { pgRestartFast } from './pg-restart-fast.ts';
 import { pgStopImmediate } from './pg-stop-immediate.ts';
+import { primaryFailover } from './primary-failover.ts';
 import { redisFlushall } from './redis-flushall.ts';
 import { redisKillAof } from './redis-kill-aof.ts';
 import { redisKillNopersist } from './redis-kill-nopersist.ts';
@@ -17,6 +18,7 @@ import { workerZombie } from './worker-zombie.ts';
 export const SCENARIOS: Scenario[] = [
   pgRestartFast,
   pgStopImmediate,
+  primaryFailover,
   redisKillAof,
   redisKillNopersist,
   redisFlushall,
