@@ -1,7 +1,6 @@
 import { classifyDbError, type Sql } from '@quest/db';
 import { Gauge } from 'prom-client';
 import { registry } from './metrics.ts';
-import type { ApiDeps } from './types.ts';
 
 export interface ReadRoutingLogger {
   info(obj: object, msg: string): void;
@@ -130,6 +129,6 @@ export class ReadRouter {
 export const READ_ROUTING_INTERVAL_MS = 500;
 
 /** A public read (GET /quests, GET /campaigns/{id}): on the read replica when routed there, else the primary. */
-export function publicRead<T>(deps: Pick<ApiDeps, 'sql' | 'reads'>, fn: (sql: Sql) => Promise<T>): Promise<T> {
+export function publicRead<T>(deps: { sql: Sql; reads?: ReadRouter | undefined }, fn: (sql: Sql) => Promise<T>): Promise<T> {
   return deps.reads ? deps.reads.read(fn) : fn(deps.sql);
 }
