@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { benchConfig } from './config.ts';
 import type { ScenarioOutput } from './context.ts';
-import { goalTable } from './goals.ts';
+import { GOALS, goalTable } from './goals.ts';
 import type { Row } from './stats.ts';
 
 const cfg = benchConfig(true, { chunkSize: 5000 });
@@ -27,7 +27,7 @@ function goals(outputs: ScenarioOutput[]): Map<string, [string, string]> {
 describe('goals table', () => {
   it('lists every goal, each "not measured" when its scenario did not run', () => {
     const table = goals([]);
-    expect(table.size).toBe(18);
+    expect(table.size).toBe(GOALS.length);
     expect([...table.values()].every(([m, v]) => m === '—' && v === 'not measured')).toBe(true);
     expect(table.has('quest-admin credit ≥ 30,000 credits/s (20,000 rows, spawn to exit)')).toBe(true);
     expect(table.has('admin: import 100,000 accounts (quest-admin account import) < 10 s')).toBe(true);
