@@ -2,9 +2,10 @@ import { type AllocateOutcome, type AllocateRequest, allocate } from './allocate
 import { type CreditBatchReport, type CreditManyOptions, creditMany } from './credit/many.ts';
 import type { RowSource } from './credit/plan.ts';
 import type { CreditRow } from './credit/rows.ts';
+import { type EventsPage, type EventsQuery, iterateEvents, listEvents } from './events.ts';
 import { type ReverseOutcome, type ReverseRequest, reverse } from './reverse.ts';
 import { type QuestClientOptions, Transport } from './transport.ts';
-import type { Allocation, Batch, Campaign, PayoutDetail, PublicQuest, QuestDetail, ReversalStatus } from './types.ts';
+import type { Allocation, Batch, Campaign, Event, PayoutDetail, PublicQuest, QuestDetail, ReversalStatus } from './types.ts';
 import { webhooks } from './webhooks.ts';
 
 export interface Page {
@@ -42,6 +43,11 @@ export interface QuestClient {
   getPayout(questId: number, payoutId: string, o?: { signal?: AbortSignal }): Promise<PayoutDetail>;
   /** A batch's progress and a page of its results. */
   getBatch(questId: number, batchId: string, page?: Page, o?: { signal?: AbortSignal }): Promise<Batch>;
+  /** The owner's event feed (GET /events): one page, or every event after a cursor, in commit order. */
+  events: {
+    list(query?: EventsQuery): Promise<EventsPage>;
+    iterate(query?: EventsQuery): AsyncGenerator<Event, void, undefined>;
+  };
   webhooks: typeof webhooks;
   raw: Transport['api'];
 }
@@ -102,6 +108,7 @@ export function createQuestClient(options: QuestClientOptions): QuestClient {
           o.signal,
         )
       ).batch,
+    events: { list: (query) => listEvents(t, query), iterate: (query) => iterateEvents(t, query) },
     webhooks,
     raw: api,
   };

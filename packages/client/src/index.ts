@@ -1,6 +1,7 @@
 export { type AllocateOutcome, type AllocateRequest, DEFAULT_ALLOCATE_DEADLINE_MS } from './allocate.ts';
 export { createQuestClient, type Page, type QuestClient } from './client.ts';
 export { DEFAULT_REVERSE_DEADLINE_MS, type ReverseOutcome, type ReverseRequest } from './reverse.ts';
+export type { EventsPage, EventsQuery } from './events.ts';
 export type { StallPolicy } from './credit/batch.ts';
 export {
   type BatchInfo,

@@ -18,6 +18,7 @@ export type BatchResult = Schemas['BatchResult'];
 export type Reversal = Schemas['Reversal'];
 export type ReversalStatus = Schemas['ReversalStatus'];
 export type PayoutDetail = Schemas['PayoutDetail'];
+export type Event = Schemas['Event'];
 export type ErrorCode = Schemas['ErrorCode'];
 export type ErrorResponse = Schemas['ErrorResponse'];
 
