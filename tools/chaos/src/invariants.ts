@@ -97,6 +97,25 @@ function push<K, T>(m: Map<K, T[]>, k: K, t: T) {
 }
 
 /**
+ * GET a status route as a client does: a 5xx or a dropped connection (e.g. a pooled connection
+ * PostgreSQL's restart closed) is retried, a few times; only an answer counts. Undefined: no
+ * answer at all.
+ */
+async function readAsClient(cluster: Cluster, path: string): Promise<Response | undefined> {
+  let res: Response | undefined;
+  for (let attempt = 1; attempt <= 5; attempt++) {
+    res = await fetch(`${cluster.baseUrl}${path}`, {
+      headers: { 'x-api-key': cluster.owner.apiKey },
+      signal: AbortSignal.timeout(10_000),
+    }).catch(() => undefined);
+    if (res && res.status < 500) break;
+    await res?.text().catch(() => {});
+    await new Promise((r) => setTimeout(r, 200 * attempt));
+  }
+  return res;
+}
+
+/**
  * No request answered or stored completed is reported failed (or anything but completed with the
  * same payout) by GET …/allocations/{id}; a rejected one stays rejected.
  */
@@ -109,18 +128,7 @@ async function checkStatusRoutes(cluster: Cluster, ops: Op[]): Promise<string[]>
   const worker = async () => {
     while (i < singles.length) {
       const op = singles[i++]!;
-      // Read as a client does: a 5xx or a dropped connection (e.g. a pooled connection PostgreSQL's
-      // restart closed) is retried, a few times; only an answer counts.
-      let res: Response | undefined;
-      for (let attempt = 1; attempt <= 5; attempt++) {
-        res = await fetch(`${cluster.baseUrl}/quests/${op.questId}/allocations/${op.requestKey}`, {
-          headers: { 'x-api-key': cluster.owner.apiKey },
-          signal: AbortSignal.timeout(10_000),
-        }).catch(() => undefined);
-        if (res && res.status < 500) break;
-        await res?.text().catch(() => {});
-        await new Promise((r) => setTimeout(r, 200 * attempt));
-      }
+      const res = await readAsClient(cluster, `/quests/${op.questId}/allocations/${op.requestKey}`);
       const body = res?.ok ? ((await res.json()) as { allocation: { status: string; payout?: { id: string } } }) : undefined;
       const got = body?.allocation.status ?? `HTTP ${res?.status ?? 'error'}`;
       if (op.outcome === 'completed' && (got !== 'completed' || !op.payoutIds.has(body!.allocation.payout!.id)))
@@ -306,16 +314,7 @@ async function checkReversalStatus(cluster: Cluster, reversalOps: Op[]): Promise
   const worker = async () => {
     while (i < decided.length) {
       const op = decided[i++]!;
-      let res: Response | undefined;
-      for (let attempt = 1; attempt <= 5; attempt++) {
-        res = await fetch(`${cluster.baseUrl}/quests/${op.questId}/reversals/${op.requestKey}`, {
-          headers: { 'x-api-key': cluster.owner.apiKey },
-          signal: AbortSignal.timeout(10_000),
-        }).catch(() => undefined);
-        if (res && res.status < 500) break;
-        await res?.text().catch(() => {});
-        await new Promise((r) => setTimeout(r, 200 * attempt));
-      }
+      const res = await readAsClient(cluster, `/quests/${op.questId}/reversals/${op.requestKey}`);
       const body = res?.ok ? ((await res.json()) as { reversal: { status: string; amount?: number } }) : undefined;
       const got = body?.reversal.status ?? `HTTP ${res?.status ?? 'error'}`;
       if (op.outcome === 'completed' && (got !== 'completed' || body!.reversal.amount !== op.reversal!.amount))
