@@ -37,6 +37,14 @@ describe('a multi-host DATABASE_URL with target_session_attrs=read-write', () =>
   });
 
   it('never hands out a connection to the standby, even when the standby is listed first', async () => {
+    // The standby flushed the CREATE DATABASE before the primary answered (synchronous_commit = on)
+    // but may replay it later: until it has, a connection to it ends in 3D000 (no such database)
+    // before target_session_attrs is even checked, as with libpq. Wait for the replay.
+    const standby = pool(pair.nodeUrl('standby', 'postgres'), { max: 1 });
+    await vi.waitFor(
+      async () => expect(await standby`select 1 from pg_database where datname = 'quest_failover'`).toHaveLength(1),
+      { timeout: 30_000, interval: 50 },
+    );
     const standbyFirst = `postgres://postgres@127.0.0.1:${pair.standbyPort},127.0.0.1:${pair.primaryPort}/quest_failover?target_session_attrs=read-write`;
     const sql = pool(standbyFirst);
     const rows = await Promise.all(
