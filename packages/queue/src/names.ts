@@ -75,6 +75,8 @@ export function partitionOfQueueName(name: string): number | null {
 }
 
 export const membersKey = (prefix: string) => `${prefix}:{pool}:members`;
+/** Each worker's last health report (pool.ts), beside the membership. */
+export const healthKey = (prefix: string) => `${prefix}:{pool}:health`;
 export const partitionsKey = (prefix: string) => `${prefix}:{pool}:partitions`;
 export const reconcilerLockKey = (prefix: string) => `${prefix}:{pool}:reconciler:lock`;
 export const reconcilerLastRunKey = (prefix: string) => `${prefix}:{pool}:reconciler:last`;
