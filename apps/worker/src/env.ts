@@ -59,7 +59,7 @@ export const workerEnvSchema = z.object({
   WORKER_LOCK_MS: intVar(4000, 1000, 600_000).meta({
     description:
       "BullMQ job lock: a dead worker's active job is taken over after it expires (stalled jobs are looked for every " +
-      'half of it).',
+      'quarter of it).',
   }),
   WORKER_PROBE_TIMEOUT_MS: intVar(1000, 50, 60_000).meta({
     description:

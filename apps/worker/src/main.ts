@@ -91,8 +91,9 @@ const pool = new PartitionPool({
   heartbeatMs: config.WORKER_HEARTBEAT_MS,
   memberTtlMs: config.WORKER_MEMBER_TTL_MS,
   lockDurationMs: config.WORKER_LOCK_MS,
-  // Half the lock: a dead worker's job is taken over at most 1.5 locks after its last renewal.
-  stalledIntervalMs: Math.floor(config.WORKER_LOCK_MS / 2),
+  // A quarter of the lock: a dead or fenced worker's job is taken over at most 1.25 locks after
+  // its last renewal (one script per owned partition per check: cheap).
+  stalledIntervalMs: Math.floor(config.WORKER_LOCK_MS / 4),
   logger,
   // The worker's own path to PostgreSQL, as its jobs use it: a member is one that can do the work.
   probe: async () => {

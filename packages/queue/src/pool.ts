@@ -12,7 +12,7 @@ import {
 } from '@quest/domain';
 import { redisConnection } from './connection.ts';
 import { jobProcessor } from './consumer.ts';
-import { healthKey, membersKey, partitionQueueName } from './names.ts';
+import { healthKey, membersKey, partitionQueueName, poolChangedChannel } from './names.ts';
 import { PartitionQueues, type QueueSettings } from './partitions.ts';
 import type { ReplySender } from './replies.ts';
 
@@ -166,6 +166,12 @@ export class PartitionPool {
   private probeTimer: NodeJS.Timeout | undefined;
   private stopped = false;
   private beating = false;
+  /** A heartbeat was asked for while one ran: run another right after it. */
+  private beatAgain = false;
+  /** Whether the last heartbeat left this worker in the membership (to announce a change). */
+  private joined: boolean | undefined;
+  /** Hears other members announce that they left or joined, so the pool re-deals at once. */
+  private readonly subscriber: Redis;
   private probing = false;
   /** performance.now() at the start of the last heartbeat that renewed the membership. */
   private renewedAt = Number.NEGATIVE_INFINITY;
@@ -184,6 +190,8 @@ export class PartitionPool {
     // Membership commands fail at their deadline instead of hanging on a blackholed connection.
     this.redis = redisConnection(opts.redisUrl, { commandTimeout: this.redisTimeoutMs });
     this.redis.on('error', () => {});
+    this.subscriber = redisConnection(opts.redisUrl);
+    this.subscriber.on('error', () => {});
     this.queues = new PartitionQueues(this.redis, opts);
     this.processor = jobProcessor(opts.handlers, { logger: opts.logger, ...(opts.replies ? { replies: opts.replies } : {}) });
   }
@@ -209,6 +217,15 @@ export class PartitionPool {
     // The topology here too, so order holds even if no API process has started yet.
     await this.queues.ensureTopology();
     if (this.opts.probe) await this.probeOnce();
+    // A member that leaves or joins says so: the others re-deal at once instead of at their next
+    // heartbeat (a lost message only costs that heartbeat).
+    this.subscriber.on('message', (_channel: string, from: string) => {
+      if (from !== this.opts.memberId) this.beatNow();
+    });
+    // Not awaited: with Redis away it would wait for it (ioredis subscribes again on reconnect).
+    void this.subscriber.subscribe(poolChangedChannel(this.opts.prefix)).catch((err: unknown) => {
+      this.opts.logger.warn({ err }, 'cannot subscribe to pool changes; re-dealing at heartbeats only');
+    });
     await this.heartbeat();
     this.timer = setInterval(() => void this.heartbeat(), this.heartbeatMs);
     this.fenceTimer = setInterval(() => this.checkFence(), Math.max(25, Math.floor(this.heartbeatMs / 4)));
@@ -258,10 +275,10 @@ export class PartitionPool {
       );
       // At once, not at the next heartbeat: the partitions' next owner is waiting.
       this.rebalance([], this.memberCount, 'abandon');
-      void this.heartbeat();
+      this.beatNow();
     } else if (!before.member && this.health.member) {
       this.opts.logger.info({ latencyMs: Math.round(this.health.latencyMs) }, 'rejoining the pool: the database answers again');
-      void this.heartbeat();
+      this.beatNow();
     }
   }
 
@@ -276,6 +293,12 @@ export class PartitionPool {
       'fenced: pool membership not renewed in time; dropping every partition until it is',
     );
     this.rebalance([], this.memberCount, 'abandon');
+  }
+
+  /** A heartbeat now (or right after the one running). */
+  private beatNow() {
+    if (this.beating) this.beatAgain = true;
+    else void this.heartbeat();
   }
 
   private async heartbeat(): Promise<void> {
@@ -306,11 +329,17 @@ export class PartitionPool {
         this.opts.onMembersChanged?.(members);
       }
       const member = join && this.health.member && this.renewedAt === started;
+      // Among healthy members a partition's active job finishes before the hand-over; a worker
+      // that cannot do the work abandons it.
       this.rebalance(
         member ? assignPartitions(members, this.opts.memberId, this.opts.partitions) : [],
         members.length,
-        'abandon',
+        member ? 'finish' : 'abandon',
       );
+      if (this.joined !== join) {
+        void this.redis.publish(poolChangedChannel(this.opts.prefix), this.opts.memberId).catch(() => {});
+      }
+      this.joined = join;
       if (member) await this.watchStalls().catch((err: unknown) => this.opts.logger.warn({ err }, 'stall check failed'));
       this.opts.onHeartbeat?.({
         at: new Date(),
@@ -324,6 +353,10 @@ export class PartitionPool {
       this.opts.logger.warn({ err: error, timeoutMs: this.redisTimeoutMs }, 'membership heartbeat failed');
     } finally {
       this.beating = false;
+      if (this.beatAgain && !this.stopped) {
+        this.beatAgain = false;
+        setImmediate(() => void this.heartbeat());
+      }
     }
   }
 
@@ -481,6 +514,8 @@ export class PartitionPool {
       this.redis.zrem(membersKey(this.opts.prefix), this.opts.memberId).catch(() => {}),
       this.redis.hdel(healthKey(this.opts.prefix), this.opts.memberId).catch(() => {}),
     ]);
+    await this.redis.publish(poolChangedChannel(this.opts.prefix), this.opts.memberId).catch(() => {});
+    this.subscriber.disconnect();
     for (const p of [...this.workers.keys()]) this.stopPartition(p, 'finish');
     await Promise.all(this.closing.values());
     await this.queues.close();
