@@ -1,4 +1,3 @@
-import { type Job, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import {
   assignPartitions,
@@ -11,8 +10,9 @@ import {
   type ProbeSample,
 } from '@quest/domain';
 import { redisConnection } from './connection.ts';
-import { jobProcessor } from './consumer.ts';
-import { healthKey, membersKey, partitionQueueName, poolChangedChannel } from './names.ts';
+import { healthyPeerLatencies, leaveMembership, renewMembership } from './membership.ts';
+import { poolChangedChannel } from './names.ts';
+import { delay, PartitionConsumers } from './partition-consumers.ts';
 import { PartitionQueues, type QueueSettings } from './partitions.ts';
 import type { ReplySender } from './replies.ts';
 
@@ -75,52 +75,6 @@ export interface PoolBeat {
 }
 
 /**
- * Renews (ARGV[3] = 1) or withdraws (0) the member and records its health report, then returns the
- * live members and the fresh reports of every worker, atomically and on Redis's clock (so clock
- * skew between hosts does not matter): members are a sorted set scored by their expiry time;
- * reports (`<redis ms>|<latency ms>|<verdict>`) a hash whose stale fields are dropped here.
- */
-const HEARTBEAT_SCRIPT = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local ttl = tonumber(ARGV[2])
-if ARGV[3] == '1' then redis.call('ZADD', KEYS[1], now + ttl, ARGV[1]) else redis.call('ZREM', KEYS[1], ARGV[1]) end
-redis.call('HSET', KEYS[2], ARGV[1], now .. '|' .. ARGV[4])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-local all = redis.call('HGETALL', KEYS[2])
-local reports = {}
-for i = 1, #all, 2 do
-  local at = tonumber(string.match(all[i + 1], '^(%d+)|'))
-  if at == nil or at < now - ttl then
-    redis.call('HDEL', KEYS[2], all[i])
-  else
-    table.insert(reports, all[i])
-    table.insert(reports, all[i + 1])
-  end
-end
-return { redis.call('ZRANGE', KEYS[1], 0, -1), reports }
-`;
-
-/** The smoothed latencies of the other live members whose last report says healthy. */
-export function healthyPeerLatencies(members: readonly string[], reports: readonly string[], self: string): number[] {
-  const live = new Set(members);
-  const peers: number[] = [];
-  for (let i = 0; i + 1 < reports.length; i += 2) {
-    const [, latency, verdict] = reports[i + 1]!.split('|');
-    if (reports[i] !== self && live.has(reports[i]!) && verdict === 'healthy') peers.push(Number(latency));
-  }
-  return peers.filter(Number.isFinite);
-}
-
-const delay = (ms: number) => new Promise<'deadline'>((r) => setTimeout(() => r('deadline'), ms).unref());
-
-/** Pool members alive now (heartbeat not expired), on Redis's clock. */
-export async function liveMembers(redis: Redis, prefix: string): Promise<number> {
-  const [seconds, micros] = await redis.time();
-  return redis.zcount(membersKey(prefix), Number(seconds) * 1000 + Math.floor(Number(micros) / 1000), '+inf');
-}
-
-/**
  * The worker side of the pipeline. Each partition queue has BullMQ global concurrency 1, so at most
  * one of its jobs is active anywhere and its jobs are decided in enqueue order. On its own BullMQ
  * would let whichever process first grabbed a partition keep it forever (a worker fetches the next
@@ -148,19 +102,7 @@ export async function liveMembers(redis: Redis, prefix: string): Promise<number>
 export class PartitionPool {
   private readonly redis: Redis;
   private readonly queues: PartitionQueues;
-  private readonly processor: ReturnType<typeof jobProcessor>;
-  private readonly workers = new Map<number, Worker>();
-  /** Each partition worker's own connection (closed after its worker). */
-  private readonly connections = new Map<number, Redis>();
-  /** Each partition's active job and its lock token, while its handler runs. */
-  private readonly active = new Map<number, { job: Job; token: string | undefined }>();
-  /** Aborted when the pool abandons the partition's active job (see `stopPartition`). */
-  private readonly aborts = new Map<number, AbortController>();
-  private readonly closing = new Map<number, Promise<void>>();
-  /** When each owned partition last started or finished a job (performance.now()). */
-  private readonly lastActivity = new Map<number, number>();
-  /** When each owned partition last finished a job, and whether jobs wait behind it (for the stall gauge). */
-  private readonly progress = new Map<number, { decidedAt: number; waiting: boolean }>();
+  private readonly consumers: PartitionConsumers;
   private timer: NodeJS.Timeout | undefined;
   private fenceTimer: NodeJS.Timeout | undefined;
   private probeTimer: NodeJS.Timeout | undefined;
@@ -183,8 +125,6 @@ export class PartitionPool {
   health: HealthState = INITIAL_HEALTH;
   /** Times this worker fenced itself or withdrew from the pool, by reason. */
   readonly fenced = { redis: 0, unreachable: 0, slow: 0 };
-  /** Consumers restarted because their partition stalled. */
-  restarts = 0;
 
   constructor(private readonly opts: PartitionPoolOptions) {
     // Membership commands fail at their deadline instead of hanging on a blackholed connection.
@@ -193,7 +133,19 @@ export class PartitionPool {
     this.subscriber = redisConnection(opts.redisUrl);
     this.subscriber.on('error', () => {});
     this.queues = new PartitionQueues(this.redis, opts);
-    this.processor = jobProcessor(opts.handlers, { logger: opts.logger, ...(opts.replies ? { replies: opts.replies } : {}) });
+    this.consumers = new PartitionConsumers({
+      redisUrl: opts.redisUrl,
+      prefix: opts.prefix,
+      memberId: opts.memberId,
+      handlers: opts.handlers,
+      ...(opts.replies ? { replies: opts.replies } : {}),
+      logger: opts.logger,
+      lockDurationMs: opts.lockDurationMs ?? 4000,
+      stalledIntervalMs: opts.stalledIntervalMs ?? 1000,
+      deadlineMs: this.redisTimeoutMs,
+      idleCheckMs: 2 * this.heartbeatMs,
+      stallRestartMs: opts.stallRestartMs ?? 10_000,
+    });
   }
 
   private get heartbeatMs() {
@@ -234,13 +186,12 @@ export class PartitionPool {
 
   /** Seconds each owned partition with waiting jobs has gone without deciding one (0: none waiting). */
   stalledSeconds(): Map<number, number> {
-    const now = performance.now();
-    const out = new Map<number, number>();
-    for (const p of this.owned) {
-      const s = this.progress.get(p);
-      out.set(p, s?.waiting ? Math.max(0, (now - s.decidedAt) / 1000) : 0);
-    }
-    return out;
+    return this.consumers.stalledSeconds();
+  }
+
+  /** Consumers restarted because their partition stalled. */
+  get restarts(): number {
+    return this.consumers.restarts;
   }
 
   /** One database probe with its deadline; its outcome moves the health state. */
@@ -308,16 +259,12 @@ export class PartitionPool {
     const join = this.health.member;
     const report = `${this.health.latencyMs.toFixed(1)}|${join ? this.health.verdict : 'out'}`;
     try {
-      const [members, reports] = (await this.redis.eval(
-        HEARTBEAT_SCRIPT,
-        2,
-        membersKey(this.opts.prefix),
-        healthKey(this.opts.prefix),
-        this.opts.memberId,
-        String(this.memberTtlMs),
-        join ? '1' : '0',
+      const { members, reports } = await renewMembership(this.redis, this.opts.prefix, {
+        memberId: this.opts.memberId,
+        ttlMs: this.memberTtlMs,
+        join,
         report,
-      )) as [string[], string[]];
+      });
       if (this.stopped) return;
       // A reply later than the fence point renews nothing the others have not already reclaimed.
       if (join && performance.now() - started <= this.fenceAfterMs) this.renewedAt = started;
@@ -340,7 +287,11 @@ export class PartitionPool {
         void this.redis.publish(poolChangedChannel(this.opts.prefix), this.opts.memberId).catch(() => {});
       }
       this.joined = join;
-      if (member) await this.watchStalls().catch((err: unknown) => this.opts.logger.warn({ err }, 'stall check failed'));
+      if (member) {
+        await this.consumers
+          .watchStalls(this.queues)
+          .catch((err: unknown) => this.opts.logger.warn({ err }, 'stall check failed'));
+      }
       this.opts.onHeartbeat?.({
         at: new Date(),
         members: members.length,
@@ -360,148 +311,15 @@ export class PartitionPool {
     }
   }
 
-  /**
-   * Owned partitions idle for a while: read their backlog. One with waiting jobs and none active
-   * whose consumer has started nothing for `stallRestartMs` gets a fresh consumer.
-   */
-  private async watchStalls() {
-    const now = performance.now();
-    const restartAfter = this.opts.stallRestartMs ?? 10_000;
-    const idle = this.owned.filter((p) => now - (this.lastActivity.get(p) ?? now) > 2 * this.heartbeatMs);
-    for (const p of this.owned) if (!idle.includes(p)) this.setWaiting(p, true);
-    await Promise.all(
-      idle.map(async (p) => {
-        const { waiting, active } = await this.queues.backlog(p);
-        this.setWaiting(p, waiting + active > 0);
-        const quiet = performance.now() - (this.lastActivity.get(p) ?? now);
-        if (waiting > 0 && active === 0 && quiet > restartAfter && this.workers.get(p) instanceof Worker) {
-          this.restarts++;
-          this.opts.logger.warn(
-            { partition: p, waiting, quietMs: Math.round(quiet) },
-            'partition stalled: jobs wait and its consumer fetches none; starting a fresh consumer',
-          );
-          this.stopPartition(p, 'abandon');
-          void this.startPartition(p);
-        }
-      }),
-    );
-  }
-
-  private setWaiting(p: number, waiting: boolean) {
-    const s = this.progress.get(p);
-    if (s) s.waiting = waiting;
-  }
-
   private rebalance(target: number[], memberCount: number, drop: 'finish' | 'abandon') {
     const want = new Set(target);
-    const gone = [...this.workers.keys()].filter((p) => !want.has(p));
-    const add = target.filter((p) => !this.workers.has(p));
+    const gone = this.consumers.partitions().filter((p) => !want.has(p));
+    const add = target.filter((p) => !this.consumers.has(p));
     if (!gone.length && !add.length) return;
-    for (const p of gone) this.stopPartition(p, drop);
-    for (const p of add) void this.startPartition(p);
+    for (const p of gone) this.consumers.stop(p, drop);
+    for (const p of add) void this.consumers.start(p);
     this.owned = [...target];
     this.opts.logger.info({ memberId: this.opts.memberId, members: memberCount, partitions: target }, 'partitions rebalanced');
-  }
-
-  private async startPartition(p: number) {
-    const pendingClose = this.closing.get(p);
-    const placeholder = {} as Worker; // reserve the slot so a second heartbeat doesn't start it twice
-    this.workers.set(p, placeholder);
-    if (pendingClose) await pendingClose;
-    if (this.stopped || this.workers.get(p) !== placeholder) return;
-    const lockDuration = this.opts.lockDurationMs ?? 4000;
-    // A connection of its own (BullMQ duplicates it for its blocking reads); a Redis Cluster needs
-    // an instance rather than options. BullMQ leaves a given instance open: stopPartition closes it.
-    const connection = redisConnection(this.opts.redisUrl);
-    connection.on('error', () => {});
-    const abort = new AbortController();
-    const run = async (job: Job, token?: string) => {
-      this.active.set(p, { job, token });
-      try {
-        return await this.processor(job, abort.signal);
-      } finally {
-        if (this.active.get(p)?.job === job) this.active.delete(p);
-      }
-    };
-    const worker = new Worker(partitionQueueName(p), run, {
-      connection,
-      prefix: this.opts.prefix,
-      name: this.opts.memberId,
-      concurrency: 1,
-      lockDuration,
-      stalledInterval: this.opts.stalledIntervalMs ?? 2000,
-      maxStalledCount: 10,
-      // Business rejections are results; failures are retried inside the processor. A BullMQ
-      // retry would move the job behind its successors and break order.
-    });
-    const now = performance.now();
-    this.lastActivity.set(p, now);
-    this.progress.set(p, { decidedAt: now, waiting: false });
-    const touch = (decided: boolean) => () => {
-      const at = performance.now();
-      this.lastActivity.set(p, at);
-      if (decided) this.progress.set(p, { decidedAt: at, waiting: this.progress.get(p)?.waiting ?? false });
-    };
-    worker.on('active', touch(false));
-    worker.on('completed', touch(true));
-    worker.on('error', (err) => this.opts.logger.warn({ err, partition: p }, 'worker error'));
-    worker.on('failed', (job, err) => {
-      touch(true)();
-      this.opts.logger.error({ err, partition: p, jobId: job?.id }, 'job failed');
-    });
-    this.workers.set(p, worker);
-    this.connections.set(p, connection);
-    this.aborts.set(p, abort);
-  }
-
-  /**
-   * Stop consuming partition p. `finish` lets the active job finish first (a hand-over among
-   * healthy members: the next owner cannot start a job of this partition before that anyway,
-   * global concurrency 1). `abandon` stops renewing the active job's lock at once, then tells its
-   * handler to give up at its next retry: the job's lock lapses and the next owner runs it again.
-   */
-  private stopPartition(p: number, how: 'finish' | 'abandon') {
-    const worker = this.workers.get(p);
-    const connection = this.connections.get(p);
-    const abort = this.aborts.get(p);
-    const active = this.active.get(p);
-    this.workers.delete(p);
-    this.connections.delete(p);
-    this.aborts.delete(p);
-    this.active.delete(p);
-    this.lastActivity.delete(p);
-    this.progress.delete(p);
-    if (!worker || !(worker instanceof Worker)) return;
-    // Abandoning with Redis reachable: put the active job back at the head of its partition at once
-    // (BullMQ's moveToWait: RPUSH where workers pop, only while this worker's lock token holds),
-    // rather than make the next owner wait for its lock to lapse and the stalled-job check.
-    const released =
-      how === 'abandon' && active?.token
-        ? Promise.race([
-            active.job.moveToWait(active.token).then(
-              () =>
-                this.opts.logger.info(
-                  { partition: p, jobId: active.job.id },
-                  'abandoned job put back at the head of its partition',
-                ),
-              () => {},
-            ),
-            delay(this.redisTimeoutMs),
-          ])
-        : Promise.resolve();
-    const closed = released
-      .then(() => worker.close(how === 'abandon'))
-      .catch((err) => this.opts.logger.warn({ err, partition: p }, 'worker close failed'));
-    // Abandoning: the handler hears it only once BullMQ has stopped (a job failed while BullMQ
-    // still held its lock would be recorded failed); a close wedged on a dead connection is not waited for.
-    const done = (how === 'abandon' ? Promise.race([closed, delay(this.heartbeatMs)]) : closed).then(() => {
-      abort?.abort();
-      connection?.disconnect();
-    });
-    this.closing.set(p, done);
-    void done.finally(() => {
-      if (this.closing.get(p) === done) this.closing.delete(p);
-    });
   }
 
   /** Graceful stop: leave the membership (others take over at once), finish active jobs, disconnect. */
@@ -510,14 +328,10 @@ export class PartitionPool {
     clearInterval(this.timer);
     clearInterval(this.fenceTimer);
     clearInterval(this.probeTimer);
-    await Promise.all([
-      this.redis.zrem(membersKey(this.opts.prefix), this.opts.memberId).catch(() => {}),
-      this.redis.hdel(healthKey(this.opts.prefix), this.opts.memberId).catch(() => {}),
-    ]);
+    await leaveMembership(this.redis, this.opts.prefix, this.opts.memberId).catch(() => {});
     await this.redis.publish(poolChangedChannel(this.opts.prefix), this.opts.memberId).catch(() => {});
     this.subscriber.disconnect();
-    for (const p of [...this.workers.keys()]) this.stopPartition(p, 'finish');
-    await Promise.all(this.closing.values());
+    await this.consumers.close();
     await this.queues.close();
     this.redis.disconnect();
   }
