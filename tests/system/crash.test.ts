@@ -127,5 +127,5 @@ describe('a worker killed mid-stream', () => {
         DECIDED_AGAIN_MS + LOADED_MACHINE_MARGIN_MS,
       );
     }
-  });
+  }, 150_000);
 });

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import {
   boolVar,
+  ConfigError,
   databaseEnv,
   envFileEnv,
   intVar,
@@ -152,6 +153,13 @@ export type WorkerConfig = z.output<typeof workerEnvSchema> & { WORKER_ID: strin
 
 export function loadWorkerConfig(source: Record<string, string | undefined>): WorkerConfig {
   const env = parseEnv(workerEnvSchema, source);
+  // A member fences itself half a heartbeat before its TTL and retries a lost renewal at once:
+  // the TTL must leave room for two heartbeats and a half, or a worker fences at every beat.
+  if (env.WORKER_MEMBER_TTL_MS < 2.5 * env.WORKER_HEARTBEAT_MS) {
+    throw new ConfigError(
+      `Invalid configuration:\n  WORKER_MEMBER_TTL_MS: must be at least 2.5 × WORKER_HEARTBEAT_MS (${2.5 * env.WORKER_HEARTBEAT_MS}) (got ${env.WORKER_MEMBER_TTL_MS})`,
+    );
+  }
   return { ...env, WORKER_ID: env.WORKER_ID ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}` };
 }
 

@@ -64,6 +64,7 @@ const sql = createSql(config.DATABASE_URL, {
   idleInTransactionTimeoutMs: config.DB_IDLE_IN_TRANSACTION_TIMEOUT_MS,
   lockTimeoutMs: config.DB_LOCK_TIMEOUT_MS,
 });
+const probeSql = createSql(config.DATABASE_URL, { max: 1, applicationName: workerApplicationName(config.WORKER_ID) });
 // A 200 means a payout is on two machines only when the primary waits for a synchronous standby.
 const replicationProblems = await readReplicationState(sql).then(synchronousReplicationProblems, (err: Error) => [
   `the replication check failed: ${err.message}`,
@@ -95,9 +96,10 @@ const pool = new PartitionPool({
   // its last renewal (one script per owned partition per check: cheap).
   stalledIntervalMs: Math.floor(config.WORKER_LOCK_MS / 4),
   logger,
-  // The worker's own path to PostgreSQL, as its jobs use it: a member is one that can do the work.
+  // The worker's own path to PostgreSQL, on a connection of its own so it measures the path, not
+  // the pool's queue: a member is one that can do the work.
   probe: async () => {
-    await sql`select 1`;
+    await probeSql`select 1`;
   },
   probeTimeoutMs: config.WORKER_PROBE_TIMEOUT_MS,
   stallRestartMs: config.WORKER_STALL_RESTART_MS,
@@ -238,7 +240,7 @@ async function shutdown(signal: string) {
     await deliveryQueue.close().catch(() => {});
     webhookRedis.disconnect();
     replyRedis.disconnect();
-    await sql.end({ timeout: 1 });
+    await Promise.all([sql.end({ timeout: 1 }), probeSql.end({ timeout: 1 })]);
     logger.info('stopped');
     process.exit(0);
   } catch (error) {

@@ -64,7 +64,9 @@ export const webhookQueue = new Gauge({
 export interface PoolView {
   owned: readonly number[];
   memberCount: number;
-  health: { member: boolean; latencyMs: number };
+  /** A member serving its partitions now (not out of the pool, not fenced). */
+  readonly isMember: boolean;
+  health: { latencyMs: number };
   fenced: Readonly<Record<'redis' | 'unreachable' | 'slow', number>>;
   restarts: number;
   stalledSeconds(): Map<number, number>;
@@ -97,7 +99,7 @@ export const poolMember = new Gauge({
   help: 'Whether this worker is a pool member now (1), or out of the pool because it cannot do the work (0): its database probe fails, or answers far slower than its peers.',
   registers: [registry],
   collect() {
-    if (poolView) this.set(poolView.pool.health.member ? 1 : 0);
+    if (poolView) this.set(poolView.pool.isMember ? 1 : 0);
   },
 });
 

@@ -140,6 +140,11 @@ export function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
 export async function pipelinedTransaction<T>(
   sql: Sql,
   fn: (tx: Sql, commit: (statements: readonly Promise<unknown>[]) => Promise<void>) => Promise<T>,
+  /**
+   * Once aborted, commit() sends nothing and throws `signal.reason` (the transaction rolls back):
+   * writes planned by an attempt whose job was abandoned meanwhile never reach the server.
+   */
+  signal?: AbortSignal,
 ): Promise<T> {
   const tx = await sql.reserve();
   let open = true;
@@ -148,6 +153,8 @@ export async function pipelinedTransaction<T>(
   begin.catch(() => {}); // reported by commit(), or by the first statement awaited after it
   try {
     return await fn(tx as unknown as Sql, async (statements) => {
+      // postgres.js sends a query when it is first awaited: nothing below is sent yet.
+      if (signal?.aborted) throw signal.reason;
       const all = [begin, ...statements, tx`commit`];
       // A lost connection settles the statements already sent, but postgres.js keeps the rest of a
       // reserved connection's queue waiting forever: stop at the first connection loss.

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Sql } from './client.ts';
 
 /**
@@ -70,8 +71,15 @@ export async function pendingWork(sql: Sql): Promise<PendingWork> {
   };
 }
 
-/** A worker's PostgreSQL application_name (at most 63 bytes, as the server keeps it). */
-export const workerApplicationName = (workerId: string) => Buffer.from(`quest-worker ${workerId}`).subarray(0, 63).toString();
+/**
+ * A worker's PostgreSQL application_name: `quest-worker <id>`, or, for an id the server would
+ * change (over 50 characters — it keeps 63 bytes — or not printable ASCII, which it rewrites), a
+ * digest of it, so the name is unique per worker and reads back exactly as written.
+ */
+export function workerApplicationName(workerId: string): string {
+  const plain = /^[\x20-\x7e]{1,50}$/.test(workerId);
+  return `quest-worker ${plain ? workerId : `#${createHash('sha256').update(workerId).digest('hex').slice(0, 40)}`}`;
+}
 
 /**
  * End the open transactions of workers that are no longer pool members (`pg_terminate_backend`):

@@ -9,6 +9,7 @@ import {
   type LedgerRequest,
   pipelinedTransaction,
 } from '@quest/db';
+import { JobAbandoned } from '@quest/domain';
 import { auditViolations } from '@quest/testing';
 import { createTestDatabase, type TestDatabase } from '@quest/testing';
 
@@ -144,6 +145,21 @@ describe('applyRequests', () => {
     expect(rej).toEqual({ status: 'rejected', code: 'INSUFFICIENT_POINTS' });
     expect(rejAgain).toEqual({ ...rej, replayed: true });
     expect(await ledgerState(q)).toMatchObject({ points_remaining: 20, payouts: 1, paid: 30 });
+  });
+
+  it('writes nothing once its job is abandoned: an aborted signal rolls the plan back', async () => {
+    const q = await quest({ total: 100 });
+    const abort = new AbortController();
+    abort.abort(new JobAbandoned());
+    await expect(
+      applyRequests(db.sql, [item(q, 10, addr(7))], { firstDelivery: true, signal: abort.signal }),
+    ).rejects.toBeInstanceOf(JobAbandoned);
+    expect(await ledgerState(q)).toMatchObject({ points_remaining: 100, payouts: 0 });
+    // The connection went back to the pool usable, its transaction rolled back.
+    await expect(applyRequests(db.sql, [item(q, 10, addr(7))], { firstDelivery: true })).resolves.toMatchObject([
+      { status: 'completed' },
+    ]);
+    expect(await ledgerState(q)).toMatchObject({ points_remaining: 90, payouts: 1 });
   });
 
   it('treats a repeated key inside one list as one request', async () => {

@@ -32,7 +32,7 @@ export const DEFAULT_HEALTH_POLICY: HealthPolicy = {
   failAfter: 2,
   slowAfter: 3,
   slowFactor: 10,
-  slowFloorMs: 100,
+  slowFloorMs: 250,
   recoverAfter: 2,
 };
 

@@ -51,10 +51,8 @@ export function jobProcessor(handlers: JobHandlers, deps: { replies?: ReplySende
       reply(job, { ok: true, result } as JobReply<JobName>);
       return result;
     } catch (error) {
-      // Abandoned (the pool closed this partition's worker, see pool.ts): its next owner decides it
-      // and answers. Settle never: were BullMQ still to hold the lock, a rejection would record
-      // the job failed; a closed worker does not wait for it, and the job's lock simply lapses.
-      if (error instanceof JobAbandoned) return new Promise<never>(() => {});
+      // Abandoned: the partition's consumer (partition-consumers.ts) takes it from here; no reply.
+      if (error instanceof JobAbandoned) throw error;
       // The job fails in BullMQ: say so at once rather than let the waiter time out.
       reply(job, { ok: false, reason: error instanceof Error ? error.message : String(error) });
       throw error;

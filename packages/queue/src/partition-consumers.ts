@@ -1,6 +1,6 @@
 import { type Job, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { JobHandlers } from '@quest/domain';
+import { JobAbandoned, type JobHandlers } from '@quest/domain';
 import { redisConnection } from './connection.ts';
 import { jobProcessor } from './consumer.ts';
 import { partitionQueueName } from './names.ts';
@@ -30,6 +30,23 @@ export interface PartitionConsumersOptions {
   stallRestartMs: number;
 }
 
+interface ActiveJob {
+  job: Job;
+  token: string | undefined;
+  /** Resolves once the handler has settled (returned, thrown, or given up as abandoned). */
+  settled: Promise<void>;
+}
+
+interface Consumer {
+  worker: Worker;
+  connection: Redis;
+  /** Aborted (with `JobAbandoned`) when the active job is abandoned. */
+  abort: AbortController;
+  active: ActiveJob | undefined;
+  /** While a `finish` stop waits for the active job: turn it into an abandonment. */
+  escalate?: () => void;
+}
+
 export const delay = (ms: number) => new Promise<'deadline'>((r) => setTimeout(() => r('deadline'), ms).unref());
 
 /**
@@ -41,14 +58,10 @@ export const delay = (ms: number) => new Promise<'deadline'>((r) => setTimeout((
  */
 export class PartitionConsumers {
   private readonly processor: ReturnType<typeof jobProcessor>;
-  private readonly workers = new Map<number, Worker>();
-  /** Each partition worker's own connection (closed after its worker). */
-  private readonly connections = new Map<number, Redis>();
-  /** Each partition's active job and its lock token, while its handler runs. */
-  private readonly active = new Map<number, { job: Job; token: string | undefined }>();
-  /** Aborted when the partition's active job is abandoned (see `stop`). */
-  private readonly aborts = new Map<number, AbortController>();
-  private readonly closing = new Map<number, Promise<void>>();
+  /** The consumer of each partition this process owns (`starting` until its worker exists). */
+  private readonly consumers = new Map<number, Consumer | 'starting'>();
+  /** Consumers being stopped, until they are: a partition starts again only after. */
+  private readonly closing = new Map<number, { consumer: Consumer; done: Promise<void> }>();
   /** When each partition last started or finished a job (performance.now()). */
   private readonly lastActivity = new Map<number, number>();
   /** When each partition last finished a job, and whether jobs wait behind it (for the stall gauge). */
@@ -63,18 +76,18 @@ export class PartitionConsumers {
 
   /** Partitions with a consumer (starting, running). */
   partitions(): number[] {
-    return [...this.workers.keys()];
+    return [...this.consumers.keys()];
   }
 
   has(p: number): boolean {
-    return this.workers.has(p);
+    return this.consumers.has(p);
   }
 
   /** Seconds each partition with waiting jobs has gone without deciding one (0: none waiting). */
   stalledSeconds(): Map<number, number> {
     const now = performance.now();
     const out = new Map<number, number>();
-    for (const p of this.workers.keys()) {
+    for (const p of this.consumers.keys()) {
       const s = this.progress.get(p);
       out.set(p, s?.waiting ? Math.max(0, (now - s.decidedAt) / 1000) : 0);
     }
@@ -83,24 +96,34 @@ export class PartitionConsumers {
 
   async start(p: number): Promise<void> {
     const pendingClose = this.closing.get(p);
-    const placeholder = {} as Worker; // reserve the slot so a second heartbeat doesn't start it twice
-    this.workers.set(p, placeholder);
-    if (pendingClose) await pendingClose;
-    if (this.stopped || this.workers.get(p) !== placeholder) return;
+    this.consumers.set(p, 'starting'); // so a second heartbeat does not start it twice
+    if (pendingClose) await pendingClose.done;
+    if (this.stopped || this.consumers.get(p) !== 'starting') return;
     // A connection of its own (BullMQ duplicates it for its blocking reads); a Redis Cluster needs
     // an instance rather than options. BullMQ leaves a given instance open: stop() closes it.
     const connection = redisConnection(this.opts.redisUrl);
     connection.on('error', () => {});
-    const abort = new AbortController();
+    const consumer = { connection, abort: new AbortController(), active: undefined } as unknown as Consumer;
     const run = async (job: Job, token?: string) => {
-      this.active.set(p, { job, token });
+      let settle!: () => void;
+      const active: ActiveJob = { job, token, settled: new Promise<void>((r) => (settle = r)) };
+      consumer.active = active;
       try {
-        return await this.processor(job, abort.signal);
+        // A job handed to a consumer already abandoned (fetched as the previous one finished) is
+        // not started: its lock lapses and the next owner runs it.
+        if (consumer.abort.signal.aborted) throw new JobAbandoned();
+        return await this.processor(job, consumer.abort.signal);
+      } catch (error) {
+        // Abandoned: its next owner decides it and answers. Settle never: while BullMQ still held
+        // the lock, a rejection would record the job failed; a closed worker does not wait for it.
+        if (error instanceof JobAbandoned) return new Promise<never>(() => {});
+        throw error;
       } finally {
-        if (this.active.get(p)?.job === job) this.active.delete(p);
+        settle();
+        if (consumer.active === active) consumer.active = undefined;
       }
     };
-    const worker = new Worker(partitionQueueName(p), run, {
+    consumer.worker = new Worker(partitionQueueName(p), run, {
       connection,
       prefix: this.opts.prefix,
       name: this.opts.memberId,
@@ -119,6 +142,7 @@ export class PartitionConsumers {
       this.lastActivity.set(p, at);
       if (decided) this.progress.set(p, { decidedAt: at, waiting: this.progress.get(p)?.waiting ?? false });
     };
+    const { worker } = consumer;
     worker.on('active', touch(false));
     worker.on('completed', touch(true));
     worker.on('error', (err) => this.opts.logger.warn({ err, partition: p }, 'worker error'));
@@ -126,60 +150,87 @@ export class PartitionConsumers {
       touch(true)();
       this.opts.logger.error({ err, partition: p, jobId: job?.id }, 'job failed');
     });
-    this.workers.set(p, worker);
-    this.connections.set(p, connection);
-    this.aborts.set(p, abort);
+    this.consumers.set(p, consumer);
   }
 
   /**
    * Stop consuming partition p. `finish` lets the active job finish first (a hand-over among
    * healthy members: the next owner cannot start a job of this partition before that anyway,
-   * global concurrency 1). `abandon` puts the active job back and stops at once, then tells its
-   * handler to give up at its next retry.
+   * global concurrency 1); `abandonAll` can still turn it into an abandonment. `abandon`: see
+   * `abandon`.
    */
   stop(p: number, how: 'finish' | 'abandon'): void {
-    const worker = this.workers.get(p);
-    const connection = this.connections.get(p);
-    const abort = this.aborts.get(p);
-    const active = this.active.get(p);
-    this.workers.delete(p);
-    this.connections.delete(p);
-    this.aborts.delete(p);
-    this.active.delete(p);
+    const consumer = this.consumers.get(p);
+    this.consumers.delete(p);
     this.lastActivity.delete(p);
     this.progress.delete(p);
-    if (!worker || !(worker instanceof Worker)) return;
-    // Abandoning with Redis reachable: put the active job back at the head of its partition at once
-    // (BullMQ's moveToWait: RPUSH where workers pop, only while this worker's lock token holds),
-    // rather than make the next owner wait for its lock to lapse and the stalled-job check. With
-    // Redis away, the lock lapses (a forced close stops renewing it) and the stalled check does it.
-    const released =
-      how === 'abandon' && active?.token
-        ? Promise.race([
-            active.job.moveToWait(active.token).then(
-              () =>
-                this.opts.logger.info(
-                  { partition: p, jobId: active.job.id },
-                  'abandoned job put back at the head of its partition',
-                ),
-              () => {},
-            ),
-            delay(this.opts.deadlineMs),
-          ])
-        : Promise.resolve();
-    const closed = released
-      .then(() => worker.close(how === 'abandon'))
-      .catch((err) => this.opts.logger.warn({ err, partition: p }, 'worker close failed'));
-    // Abandoning: the handler hears it only once BullMQ has stopped (a job failed while BullMQ
-    // still held its lock would be recorded failed); a close wedged on a dead connection is not waited for.
-    const done = (how === 'abandon' ? Promise.race([closed, delay(this.opts.deadlineMs)]) : closed).then(() => {
-      abort?.abort();
-      connection?.disconnect();
+    if (!consumer || consumer === 'starting') return;
+    const done = (how === 'finish' ? this.finish(p, consumer) : this.abandon(p, consumer)).finally(() => {
+      // Its errors (renewing a lock it gave up, a dead connection) are nobody's concern any more;
+      // a listener stays, or an 'error' event with none would throw.
+      consumer.worker.removeAllListeners('error');
+      consumer.worker.on('error', () => {});
+      consumer.connection.disconnect();
     });
-    this.closing.set(p, done);
+    this.closing.set(p, { consumer, done });
     void done.finally(() => {
-      if (this.closing.get(p) === done) this.closing.delete(p);
+      if (this.closing.get(p)?.done === done) this.closing.delete(p);
     });
+  }
+
+  /** Drop every partition, abandoning active jobs, and abandon those still finishing (leaving the pool, fenced). */
+  abandonAll(): void {
+    for (const p of this.partitions()) this.stop(p, 'abandon');
+    for (const { consumer } of this.closing.values()) consumer.escalate?.();
+  }
+
+  private async finish(p: number, c: Consumer): Promise<void> {
+    let escalated!: () => void;
+    const escalation = new Promise<void>((r) => (escalated = r));
+    c.escalate = () => {
+      c.escalate = undefined;
+      void this.release(p, c).then(escalated);
+    };
+    await Promise.race([
+      c.worker.close().catch((err) => this.opts.logger.warn({ err, partition: p }, 'worker close failed')),
+      escalation,
+    ]);
+  }
+
+  /**
+   * Abandon partition p's consumer: no next job and no more lock renewals (a forced close), the
+   * handler told to give up (it starts no new attempt and writes no plan once told:
+   * `JobContext.signal`), then the job put back at the head of its partition.
+   */
+  private async abandon(p: number, c: Consumer): Promise<void> {
+    const closed = c.worker.close(true).catch((err) => this.opts.logger.warn({ err, partition: p }, 'worker close failed'));
+    await this.release(p, c);
+    await Promise.race([closed, delay(this.opts.deadlineMs)]);
+  }
+
+  /**
+   * Tell the active job's handler to give up and wait (a deadline) until it has; only then put the
+   * job back at the head of its partition (BullMQ's moveToWait: RPUSH where workers pop, only while
+   * this worker's lock token holds), so the next owner never runs it beside an attempt still in
+   * flight. A handler that does not let go in time (stuck on a dead connection) keeps the job: its
+   * lock, no longer renewed, lapses and the stalled-job check hands it over (≤ 1.25 locks); the
+   * attempt writes nothing once told, and what it wrote before holds the quest's row lock, so
+   * whoever decides the quest next reads it (a redelivered job reads every stored outcome).
+   */
+  private async release(p: number, c: Consumer): Promise<void> {
+    const active = c.active;
+    c.abort.abort(new JobAbandoned());
+    if (!active) return;
+    const settled = await Promise.race([active.settled.then(() => true), delay(this.opts.deadlineMs).then(() => false)]);
+    if (!settled || !active.token) return;
+    await Promise.race([
+      active.job.moveToWait(active.token).then(
+        () =>
+          this.opts.logger.info({ partition: p, jobId: active.job.id }, 'abandoned job put back at the head of its partition'),
+        () => {},
+      ),
+      delay(this.opts.deadlineMs),
+    ]);
   }
 
   /**
@@ -188,7 +239,7 @@ export class PartitionConsumers {
    */
   async watchStalls(queues: PartitionQueues): Promise<void> {
     const now = performance.now();
-    const owned = [...this.workers.keys()];
+    const owned = this.partitions();
     const idle = owned.filter((p) => now - (this.lastActivity.get(p) ?? now) > this.opts.idleCheckMs);
     for (const p of owned) if (!idle.includes(p)) this.setWaiting(p, true);
     await Promise.all(
@@ -196,7 +247,8 @@ export class PartitionConsumers {
         const { waiting, active } = await queues.backlog(p);
         this.setWaiting(p, waiting + active > 0);
         const quiet = performance.now() - (this.lastActivity.get(p) ?? now);
-        if (waiting > 0 && active === 0 && quiet > this.opts.stallRestartMs && this.workers.get(p) instanceof Worker) {
+        const consumer = this.consumers.get(p);
+        if (waiting > 0 && active === 0 && quiet > this.opts.stallRestartMs && consumer && consumer !== 'starting') {
           this.restarts++;
           this.opts.logger.warn(
             { partition: p, waiting, quietMs: Math.round(quiet) },
@@ -217,7 +269,7 @@ export class PartitionConsumers {
   /** Graceful stop: every active job finishes. */
   async close(): Promise<void> {
     this.stopped = true;
-    for (const p of [...this.workers.keys()]) this.stop(p, 'finish');
-    await Promise.all(this.closing.values());
+    for (const p of this.partitions()) this.stop(p, 'finish');
+    await Promise.all([...this.closing.values()].map((c) => c.done));
   }
 }

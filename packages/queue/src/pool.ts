@@ -74,6 +74,9 @@ export interface PoolBeat {
   health: HealthState;
 }
 
+/** Probes left hanging past their deadline before the next ones are counted failed unsent. */
+const MAX_OUTSTANDING_PROBES = 3;
+
 /**
  * The worker side of the pipeline. Each partition queue has BullMQ global concurrency 1, so at most
  * one of its jobs is active anywhere and its jobs are decided in enqueue order. On its own BullMQ
@@ -102,6 +105,7 @@ export interface PoolBeat {
 export class PartitionPool {
   private readonly redis: Redis;
   private readonly queues: PartitionQueues;
+  private readonly queuesRedis: Redis;
   private readonly consumers: PartitionConsumers;
   private timer: NodeJS.Timeout | undefined;
   private fenceTimer: NodeJS.Timeout | undefined;
@@ -110,11 +114,15 @@ export class PartitionPool {
   private beating = false;
   /** A heartbeat was asked for while one ran: run another right after it. */
   private beatAgain = false;
+  private failedBeats = 0;
+  private watching = false;
+  private inPool = false;
   /** Whether the last heartbeat left this worker in the membership (to announce a change). */
   private joined: boolean | undefined;
   /** Hears other members announce that they left or joined, so the pool re-deals at once. */
   private readonly subscriber: Redis;
   private probing = false;
+  private outstandingProbes = 0;
   /** performance.now() at the start of the last heartbeat that renewed the membership. */
   private renewedAt = Number.NEGATIVE_INFINITY;
   private peers: number[] = [];
@@ -132,7 +140,11 @@ export class PartitionPool {
     this.redis.on('error', () => {});
     this.subscriber = redisConnection(opts.redisUrl);
     this.subscriber.on('error', () => {});
-    this.queues = new PartitionQueues(this.redis, opts);
+    // The queues' reads wait for Redis like any consumer (no deadline): the topology at start-up
+    // must not fail on a slow connect.
+    this.queuesRedis = redisConnection(opts.redisUrl);
+    this.queuesRedis.on('error', () => {});
+    this.queues = new PartitionQueues(this.queuesRedis, opts);
     this.consumers = new PartitionConsumers({
       redisUrl: opts.redisUrl,
       prefix: opts.prefix,
@@ -156,8 +168,9 @@ export class PartitionPool {
     return this.opts.memberTtlMs ?? 3000;
   }
 
+  /** Half a heartbeat: a timed-out renewal is retried at once and still lands before the fence. */
   private get redisTimeoutMs() {
-    return this.opts.redisTimeoutMs ?? this.opts.heartbeatMs ?? 1000;
+    return this.opts.redisTimeoutMs ?? Math.max(50, Math.floor(this.heartbeatMs / 2));
   }
 
   /** A member fences itself this long after its last renewal started: before the TTL lets others in. */
@@ -202,15 +215,22 @@ export class PartitionPool {
     const started = performance.now();
     let sample: ProbeSample;
     try {
-      const outcome = await Promise.race([this.opts.probe().then(() => 'answered' as const), delay(timeoutMs)]);
-      sample = { ok: outcome === 'answered', latencyMs: performance.now() - started };
-      if (!sample.ok) this.opts.logger.warn({ timeoutMs }, 'database probe missed its deadline');
+      if (this.outstandingProbes >= MAX_OUTSTANDING_PROBES) {
+        // Earlier probes still hang (a blackholed path): another would only queue behind them.
+        sample = { ok: false, latencyMs: timeoutMs };
+      } else {
+        this.outstandingProbes++;
+        const probe = this.opts.probe().finally(() => this.outstandingProbes--);
+        const outcome = await Promise.race([probe.then(() => 'answered' as const), delay(timeoutMs)]);
+        sample = { ok: outcome === 'answered', latencyMs: performance.now() - started };
+        // A probe past its deadline is left behind (it settles when the network does); the next
+        // one starts on time, so a wedged path keeps counting as failures.
+        if (!sample.ok) this.opts.logger.warn({ timeoutMs }, 'database probe missed its deadline');
+      }
     } catch (err) {
       sample = { ok: false, latencyMs: performance.now() - started };
       this.opts.logger.warn({ err }, 'database probe failed');
     } finally {
-      // A probe that hangs past its deadline is left behind (it settles when the network does); the
-      // next one starts on time, so a wedged connection keeps counting as failures.
       this.probing = false;
     }
     if (this.stopped) return;
@@ -239,11 +259,32 @@ export class PartitionPool {
     const since = performance.now() - this.renewedAt;
     if (since <= this.fenceAfterMs) return;
     this.fenced.redis++;
+    this.inPool = false;
+    // Announce the rejoin when the membership is renewed again.
+    this.joined = false;
     this.opts.logger.warn(
       { sinceRenewalMs: Math.round(since), memberTtlMs: this.memberTtlMs, partitions: this.owned },
       'fenced: pool membership not renewed in time; dropping every partition until it is',
     );
     this.rebalance([], this.memberCount, 'abandon');
+  }
+
+  /** The stall check, beside the heartbeat rather than inside it (its reads must not delay a renewal). */
+  private async watchStalls() {
+    if (this.watching || this.stopped) return;
+    this.watching = true;
+    try {
+      await this.consumers.watchStalls(this.queues);
+    } catch (err) {
+      this.opts.logger.warn({ err }, 'stall check failed');
+    } finally {
+      this.watching = false;
+    }
+  }
+
+  /** Whether this worker serves its partitions now (a member, not fenced). */
+  get isMember(): boolean {
+    return this.inPool;
   }
 
   /** A heartbeat now (or right after the one running). */
@@ -287,11 +328,9 @@ export class PartitionPool {
         void this.redis.publish(poolChangedChannel(this.opts.prefix), this.opts.memberId).catch(() => {});
       }
       this.joined = join;
-      if (member) {
-        await this.consumers
-          .watchStalls(this.queues)
-          .catch((err: unknown) => this.opts.logger.warn({ err }, 'stall check failed'));
-      }
+      this.inPool = member;
+      this.failedBeats = 0;
+      if (member) void this.watchStalls();
       this.opts.onHeartbeat?.({
         at: new Date(),
         members: members.length,
@@ -302,6 +341,9 @@ export class PartitionPool {
       });
     } catch (error) {
       this.opts.logger.warn({ err: error, timeoutMs: this.redisTimeoutMs }, 'membership heartbeat failed');
+      // Once at once (a lost reply must not cost a whole period before the fence), then at the
+      // heartbeat's pace while Redis stays away.
+      if (this.failedBeats++ === 0) this.beatAgain = true;
     } finally {
       this.beating = false;
       if (this.beatAgain && !this.stopped) {
@@ -312,6 +354,16 @@ export class PartitionPool {
   }
 
   private rebalance(target: number[], memberCount: number, drop: 'finish' | 'abandon') {
+    if (drop === 'abandon' && target.length === 0) {
+      // Out of the pool or fenced: every partition goes, and any hand-over still finishing its job
+      // is abandoned too (that job may be the one stuck on the broken path).
+      const had = this.consumers.partitions().length > 0;
+      this.consumers.abandonAll();
+      this.owned = [];
+      if (had)
+        this.opts.logger.info({ memberId: this.opts.memberId, members: memberCount, partitions: [] }, 'partitions rebalanced');
+      return;
+    }
     const want = new Set(target);
     const gone = this.consumers.partitions().filter((p) => !want.has(p));
     const add = target.filter((p) => !this.consumers.has(p));
@@ -333,6 +385,7 @@ export class PartitionPool {
     this.subscriber.disconnect();
     await this.consumers.close();
     await this.queues.close();
+    this.queuesRedis.disconnect();
     this.redis.disconnect();
   }
 }

@@ -67,7 +67,11 @@ export async function handleAllocate(deps: HandlerDeps, data: AllocateJobData, j
   const outcomes = await withRetry(
     deps,
     { jobId: job.id, items: items.length },
-    (retry) => applyRequests(deps.sql, items, { firstDelivery: job.firstDelivery && !retry }),
+    (retry) =>
+      applyRequests(deps.sql, items, {
+        firstDelivery: job.firstDelivery && !retry,
+        ...(job.signal ? { signal: job.signal } : {}),
+      }),
     job.signal,
   );
   if (outcomes) return done({ outcomes, worker: deps.workerId });
@@ -80,7 +84,7 @@ export async function handleAllocate(deps: HandlerDeps, data: AllocateJobData, j
       (await withRetry(
         deps,
         { jobId: job.id, key: item.key },
-        () => applyRequests(deps.sql, [item], { firstDelivery: false }),
+        () => applyRequests(deps.sql, [item], { firstDelivery: false, ...(job.signal ? { signal: job.signal } : {}) }),
         job.signal,
       )) ?? [];
     single.push(outcome ?? (await giveUp(deps, [item], job.signal)));

@@ -67,7 +67,7 @@ export async function handleBatch(deps: HandlerDeps, data: BatchJobData, job: Jo
       const applied = await withRetry(
         deps,
         { batchId, start },
-        () => applyBatchChunk(sql, { batchId, start, items }),
+        () => applyBatchChunk(sql, { batchId, start, items, ...(job.signal ? { signal: job.signal } : {}) }),
         job.signal,
       );
       if (!applied) return fail(row);

@@ -52,7 +52,7 @@ export async function withRetry<T>(
     try {
       return await withTimeout(fn(attempt > 1), deps.attemptTimeoutMs);
     } catch (error) {
-      if (error instanceof BatchProgressMoved) throw error;
+      if (error instanceof BatchProgressMoved || error instanceof JobAbandoned) throw error;
       const kind = classifyDbError(error);
       switch (kind) {
         case 'transient':
