@@ -1,7 +1,7 @@
 import { describe, expect, vi } from 'vitest';
 import { partitionOf } from '@quest/domain';
 import { post, systemTest, waitForPool } from '@quest/testing';
-import { jsonOf, runCli } from '../../apps/admin/test/helpers.ts';
+import { jsonOf, runCli, spawnCli } from '../../apps/admin/test/helpers.ts';
 
 // No worker at first, a short wait: the first request is answered 202 and stays queued.
 const test = systemTest({
@@ -19,6 +19,7 @@ describe('quest-admin status', () => {
   }) => {
     const status = async () => {
       const env = { DATABASE_URL: system.db.url, REDIS_URL: system.redis.url, QUEUE_PREFIX: system.redis.prefix };
+      // In this process (polled below); the other tests run the real launcher.
       const result = await runCli(['status', '--json'], env);
       expect(result.code, result.stderr).toBe(0);
       return jsonOf(result);
@@ -58,7 +59,7 @@ describe('quest-admin status', () => {
 
   test('text output names the members and partitions', async ({ system }) => {
     const env = { DATABASE_URL: system.db.url, REDIS_URL: system.redis.url, QUEUE_PREFIX: system.redis.prefix };
-    const result = await runCli(['status'], env);
+    const result = await spawnCli(['status'], env);
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toMatch(/^pool\n/);
     expect(result.stdout).toMatch(/partition\s+owner\s+waiting\s+active\s+oldest wait s/);
@@ -67,7 +68,7 @@ describe('quest-admin status', () => {
 
   test('a Redis that cannot be reached is one readable line and exit 1', async ({ system }) => {
     const env = { DATABASE_URL: system.db.url, REDIS_URL: 'redis://127.0.0.1:1', QUEUE_PREFIX: system.redis.prefix };
-    const result = await runCli(['status', '--json'], env);
+    const result = await spawnCli(['status', '--json'], env);
     expect(result.code).toBe(1);
     expect(jsonOf(result).error.code).toBe('REDIS_UNAVAILABLE');
     expect(result.stderr).toMatch(/^error: cannot reach Redis at 127\.0\.0\.1:1/);

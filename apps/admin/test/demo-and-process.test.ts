@@ -6,7 +6,16 @@ import { join } from 'node:path';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase, testServers, uniqueName } from '@quest/testing';
-import { activeOwnerOf, expectFailure, expectNoStack, expectUsageErrors, jsonOf, REPO_ROOT, runCli } from './helpers.ts';
+import {
+  activeOwnerOf,
+  expectFailure,
+  expectNoStack,
+  expectUsageErrors,
+  jsonOf,
+  REPO_ROOT,
+  runCli,
+  spawnCli,
+} from './helpers.ts';
 
 let db: TestDatabase;
 const cli = (...args: string[]) => runCli(args, { DATABASE_URL: db.url, API_BASE_URL: 'https://quests.example.test/' });
@@ -160,8 +169,12 @@ describe('quest-admin demo without API_BASE_URL', () => {
 });
 
 describe('the quest-admin process', () => {
+  // What a run prints and returns is main()'s, checked in this process; spawnCli runs the real launcher
+  // (the linked bin, bin/quest-admin.js → src/cli.ts) where the process is the point: its exit code
+  // 0, 1 and 2, and what reaches its stdout and stderr.
+
   it('answers --help from the linked bin without a database, and exits 0', async () => {
-    const result = await runCli(
+    const result = await spawnCli(
       ['--help'],
       { DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' },
       { bin: join(REPO_ROOT, 'node_modules/.bin/quest-admin') },
@@ -213,7 +226,7 @@ describe('the quest-admin process', () => {
     const { version } = JSON.parse(readFileSync(join(REPO_ROOT, 'apps/admin/package.json'), 'utf8'));
     const env = { DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' };
     const [text, short, json, help] = await Promise.all([
-      runCli(['--version'], env),
+      spawnCli(['--version'], env),
       runCli(['-V'], env),
       runCli(['--version', '--json'], env),
       runCli(['quest', 'create', '--help'], env),
@@ -263,7 +276,7 @@ describe('the quest-admin process', () => {
       [['owner', 'create', '--name', 'x', '--pass', `0x${'a'.repeat(40)}`, '--colour', 'red'], "unknown option '--colour'"],
       [['audit', 'extra'], 'too many arguments'],
     ]);
-    const bare = await cli('owner');
+    const bare = await spawnCli(['owner'], { DATABASE_URL: db.url });
     expect(bare.code).toBe(2);
     expect(bare.stderr).toMatch(/Usage: quest-admin owner/);
   });
@@ -289,9 +302,9 @@ describe('the quest-admin process', () => {
 
   it('reports an unreachable database in one line, and as JSON with --json', async () => {
     const env = { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/quest_rewards' };
-    const text = await runCli(['features'], env);
+    const text = await spawnCli(['features'], env);
     expectFailure(text, 'cannot reach PostgreSQL at 127.0.0.1:1/quest_rewards');
-    const json = await runCli(['audit', '--json'], env);
+    const json = await spawnCli(['audit', '--json'], env);
     expectFailure(json, 'ECONNREFUSED');
     expect(jsonOf(json)).toEqual({ error: { code: 'DATABASE_UNAVAILABLE', message: expect.stringContaining('127.0.0.1:1') } });
   });

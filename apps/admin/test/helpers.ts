@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
 import { findApiKeyWithQuest, type Sql } from '@quest/db';
 import { hashApiKey } from '@quest/domain';
+import { main } from '../src/main.ts';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 export const BIN = fileURLToPath(new URL('../bin/quest-admin.js', import.meta.url));
@@ -13,11 +14,40 @@ export interface CliResult {
   stderr: string;
 }
 
+/** The environment an invocation sees: built from scratch, so a developer's own DATABASE_URL or API_BASE_URL (or .env file) cannot leak in. */
+function cliEnv(env: Record<string, string | undefined>): Record<string, string | undefined> {
+  // No developer's .env either, unless a test names one.
+  return { PATH: process.env.PATH, HOME: process.env.HOME, ENV_FILE: '/dev/null', ...env };
+}
+
 /**
- * Run the real CLI in a child process, as an operator would. The environment is built from
- * scratch so a developer's own DATABASE_URL or API_BASE_URL (or .env file) cannot leak in.
+ * Run one CLI invocation in this process: the same `main` that bin/quest-admin.js runs (src/cli.ts only
+ * hands it the process's argv, environment, streams and exit code), with its output collected and
+ * stderr not a terminal, as when spawned with pipes. Milliseconds instead of a Node start-up per
+ * command; the tests that must see the real process (launcher, exit, packaging) use spawnCli.
  */
-export function runCli(
+export async function runCli(args: readonly string[], env: Record<string, string | undefined>): Promise<CliResult> {
+  let stdout = '';
+  let stderr = '';
+  const code = await main(
+    args,
+    cliEnv(env),
+    {
+      stdout: (text) => {
+        stdout += text;
+      },
+      stderr: (text) => {
+        stderr += text;
+      },
+      interactive: false,
+    },
+    REPO_ROOT,
+  );
+  return { code, stdout, stderr };
+}
+
+/** Run the real CLI in a child process, as an operator would (bin/quest-admin.js, or `opts.bin`). */
+export function spawnCli(
   args: readonly string[],
   env: Record<string, string | undefined>,
   opts: { bin?: string } = {},
@@ -25,8 +55,7 @@ export function runCli(
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [opts.bin ?? BIN, ...args], {
       cwd: REPO_ROOT,
-      // No developer's .env either, unless a test names one.
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, ENV_FILE: '/dev/null', ...env },
+      env: cliEnv(env),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
