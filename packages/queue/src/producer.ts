@@ -160,6 +160,14 @@ export async function createAllocator(opts: AllocatorOptions): Promise<Allocator
     }
   }
 
+  /** Poll a job of another request until it is no longer queued, or until `deadline`. */
+  async function followJob(p: number, jobId: string, deadline: number): Promise<void> {
+    for (let pause = 20; Date.now() < deadline; pause = Math.min(pause * 2, 250)) {
+      if ((await queues.state(p, jobId).catch(() => 'unknown')) !== 'queued') return;
+      await new Promise((r) => setTimeout(r, Math.min(pause, Math.max(0, deadline - Date.now()))));
+    }
+  }
+
   function schedule(p: number) {
     const s = parts[p]!;
     if (s.scheduled || s.buffer.length === 0 || s.inFlight >= maxInFlight) return;
@@ -240,7 +248,7 @@ export async function createAllocator(opts: AllocatorOptions): Promise<Allocator
       try {
         // Deduplicated rather than given a custom id: every job keeps an ordinal id from the queue's
         // counter, and a finished batch can be re-run (resume). A request deduplicated onto another
-        // process's job gets no reply: it answers from the database when its wait ends.
+        // request's job gets no reply: it follows that job, then answers from the database.
         jobId = await queues.add(
           p,
           'batch',
@@ -250,7 +258,14 @@ export async function createAllocator(opts: AllocatorOptions): Promise<Allocator
       } catch (error) {
         throw new DomainError('QUEUE_UNAVAILABLE', undefined, undefined, error);
       }
-      const got = await awaitReply(p, jobId, token, Date.now() + Math.max(1, waitMs ?? opts.waitMs)).catch(() => undefined);
+      const deadline = Date.now() + Math.max(1, waitMs ?? opts.waitMs);
+      if ((await queues.state(p, jobId, token).catch(() => 'unknown')) === 'unknown') {
+        // Deduplicated onto another request's job (a concurrent retry of the same batch): no reply
+        // comes here. Follow that job to its end, then the caller answers from the database.
+        await followJob(p, jobId, deadline);
+        return undefined;
+      }
+      const got = await awaitReply(p, jobId, token, deadline).catch(() => undefined);
       return got && parseReply('batch', got);
     },
 
