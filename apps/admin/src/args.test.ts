@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from 'commander';
+import { toChecksumAddress } from '@quest/domain';
 import { describe, expect, it } from 'vitest';
 import {
   parseActionStatus,
@@ -85,15 +86,37 @@ describe('number and id parsers', () => {
 });
 
 describe('parsePassAddress', () => {
-  it('returns the EIP-55 form of lower- and upper-case input', () => {
-    expect(parsePassAddress('0x52908400098527886e0f7030069857d2e4169ee7')).toBe('0x52908400098527886E0F7030069857D2E4169EE7');
-    expect(parsePassAddress('0xDE709F2102306220921060314715629080E2FB77')).toBe('0xde709f2102306220921060314715629080e2fb77');
-    expect(parsePassAddress('0x27b1fdb04752bbc536007a920d24acb045561c26')).toBe('0x27b1fdb04752bbc536007a920d24acb045561c26');
+  it('accepts any letter case and returns the address trimmed (the database layer stores its EIP-55 form)', () => {
+    expect(parsePassAddress(' 0x52908400098527886e0f7030069857d2e4169ee7 ')).toBe('0x52908400098527886e0f7030069857d2e4169ee7');
+    expect(parsePassAddress('0xDE709F2102306220921060314715629080E2FB77')).toBe('0xDE709F2102306220921060314715629080E2FB77');
+    // A wrong checksum is no reason to refuse (the service re-checksums whatever it receives).
+    expect(parsePassAddress('0x52908400098527886E0F7030069857D2E4169Ee7')).toBe('0x52908400098527886E0F7030069857D2E4169Ee7');
   });
 
   it('refuses anything but 0x and 40 hex digits', () => {
     for (const bad of ['0x1234', '52908400098527886e0f7030069857d2e4169ee7', `0x${'g'.repeat(40)}`, `0x${'a'.repeat(41)}`, '']) {
       rejects(() => parsePassAddress(bad));
+    }
+  });
+
+  it('accepts exactly what toChecksumAddress accepts', () => {
+    const samples = [
+      '0x52908400098527886e0f7030069857d2e4169ee7',
+      '0x52908400098527886E0F7030069857D2E4169Ee7',
+      '0XDE709F2102306220921060314715629080E2FB77',
+      ` 0x${'A'.repeat(40)}\t`,
+      `0x${'a'.repeat(39)}`,
+      `0x${'a'.repeat(39)}z`,
+      '0x 52908400098527886e0f7030069857d2e4169ee',
+    ];
+    for (const sample of samples) {
+      let accepted = true;
+      try {
+        parsePassAddress(sample);
+      } catch {
+        accepted = false;
+      }
+      expect(accepted, sample).toBe(toChecksumAddress(sample.trim()) !== null);
     }
   });
 });

@@ -1,10 +1,15 @@
 import { InvalidArgumentError } from 'commander';
 import { MAX_LIST_LIMIT } from '@quest/db/lists';
-import { ACTION_STATUSES, type ActionStatus, isWellFormedApiKey, toChecksumAddress } from '@quest/domain';
+import { isWellFormedApiKey } from '@quest/domain/keys';
+import { ACTION_STATUSES, type ActionStatus } from '@quest/domain/quest';
 
 /**
  * Parsers for command-line values. Each throws commander's InvalidArgumentError, so a bad value
  * becomes a usage error naming the option, never a stack trace.
+ *
+ * They run while the command line is parsed, before a command is chosen: like the rest of the
+ * start-up path (main.ts, program.ts) they import only modules that load no heavy package (no
+ * viem, postgres, BullMQ, ioredis), so `--help`, `--version` and a usage error answer at once.
  */
 
 const INT4_MAX = 2_147_483_647;
@@ -58,11 +63,17 @@ export function parseRowId(value: string): number {
   return n;
 }
 
-/** Pass address in any letter case, returned in EIP-55 checksum form. */
+const HEX_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+
+/**
+ * Pass address in any letter case, returned as given (trimmed). Any 0x + 40 hex digits is an
+ * address (toChecksumAddress in @quest/domain accepts the same), so this needs no checksum: the
+ * database layer stores the EIP-55 form (requirePassAddress) and the commands print what it stored.
+ */
 export function parsePassAddress(value: string): `0x${string}` {
-  const pass = toChecksumAddress(value.trim());
-  if (!pass) throw new InvalidArgumentError('Expected 0x followed by 40 hexadecimal digits.');
-  return pass;
+  const pass = value.trim();
+  if (!HEX_ADDRESS.test(pass)) throw new InvalidArgumentError('Expected 0x followed by 40 hexadecimal digits.');
+  return pass as `0x${string}`;
 }
 
 export function parseOwnerId(value: string): string {
@@ -103,6 +114,9 @@ export function parseKeyId(value: string): string {
   if (!/^key_[0-9a-z]{1,64}$/.test(id)) throw new InvalidArgumentError('Expected a key id like key_01jf8q….');
   return id;
 }
+
+/** Rows per page of a list command when --limit is not given. */
+export const DEFAULT_LIST_LIMIT = 100;
 
 /** Rows per page of a list command. */
 export function parseLimit(value: string): number {

@@ -1,5 +1,4 @@
-import { createSql, type Sql } from '@quest/db';
-import { migrate } from '@quest/db/migrate';
+import type { Sql } from '@quest/db';
 import type { AdminConfig } from './env.ts';
 
 export interface Io {
@@ -41,6 +40,7 @@ export class CliError extends Error {
 /**
  * Per-invocation state: configuration, output streams, and the database pool, opened (after
  * bringing the schema up to date) only by commands that need it, so `--help` needs no database.
+ * The database modules (postgres.js, the migrations) are loaded then too, not at start.
  */
 export class Context {
   json = false;
@@ -53,6 +53,7 @@ export class Context {
 
   db(): Promise<Sql> {
     this.sqlPromise ??= (async () => {
+      const [{ createSql }, { migrate }] = await Promise.all([import('@quest/db'), import('@quest/db/migrate')]);
       const result = await migrate(this.config.DATABASE_URL);
       if (!this.json) {
         if (result.createdDatabase) this.io.stderr('created database\n');

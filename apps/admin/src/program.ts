@@ -1,8 +1,9 @@
 import { createRequire } from 'node:module';
 import { Command, CommanderError, Help, InvalidArgumentError, type Option } from 'commander';
-import { FEATURES } from '@quest/db';
+import { FEATURES } from '@quest/db/flags';
 import { MAX_LIST_LIMIT } from '@quest/db/lists';
 import {
+  DEFAULT_LIST_LIMIT,
   parseActionStatus,
   parseAfterInt,
   parseDeliveryStatus,
@@ -19,17 +20,8 @@ import {
   parseRowId,
   parseThreshold,
 } from './args.ts';
-import { accountCreate, accountImport } from './commands/accounts.ts';
-import { auditCommand } from './commands/audit.ts';
-import { registerCreditCommand } from './commands/credit.ts';
-import { registerPayoutsCommand } from './commands/payouts.ts';
-import { demo } from './commands/demo.ts';
-import { featuresSet, featuresShow } from './commands/features.ts';
-import { accountList, campaignList, DEFAULT_LIST_LIMIT, keyList, ownerList, questList } from './commands/lists.ts';
-import { keyCreate, keyRevoke, ownerCreate } from './commands/owners.ts';
-import { campaignCreate, questAction, questCreate, questUpdate } from './commands/quests.ts';
-import { statusCommand } from './commands/status.ts';
-import { webhookDeliveries, webhookList, webhookReplay } from './commands/webhooks.ts';
+import { registerCreditCommand } from './credit/command.ts';
+import { registerPayoutsCommand } from './reverse/command.ts';
 import type { CommandOutput, Context } from './context.ts';
 
 /**
@@ -79,6 +71,10 @@ export function buildProgram(ctx: Context, emit: (output: CommandOutput) => void
       'after',
       "\nEnvironment:\n  DATABASE_URL   PostgreSQL URL (default postgres://postgres@127.0.0.1:5432/quest_rewards)\n  API_BASE_URL   API address for credit and the demo's curl commands (default http://127.0.0.1:$PORT, PORT defaulting to 3000)\n  REDIS_URL, QUEUE_PREFIX, QUEUE_PARTITIONS   the queue that status reads (defaults redis://127.0.0.1:6379, quest, 16)\n  ENV_FILE       file of defaults for these (default: .env in this directory or up to the project root)\n\nThe schema is migrated automatically before any command that uses the database.",
     );
+  // Each action imports its command's module when it runs: a command loads only what it needs
+  // (postgres.js for the database commands, BullMQ and ioredis for status, the API client for
+  // credit), and --help, --version or a usage error load none of it. The bundle keeps them apart
+  // (scripts/build.mjs splits it at these imports).
   const run = (fn: () => Promise<CommandOutput>) => fn().then(emit);
 
   const owner = program.command('owner').description('Quest owners');
@@ -91,52 +87,52 @@ export function buildProgram(ctx: Context, emit: (output: CommandOutput) => void
       'owner pass address, 0x + 40 hex digits in any case (stored in EIP-55 form)',
       parsePassAddress,
     )
-    .action((opts) => run(() => ownerCreate(ctx, opts)));
+    .action((opts) => run(async () => (await import('./commands/owners.ts')).ownerCreate(ctx, opts)));
 
   owner
     .command('list')
     .description('List owners in id order, with their active keys and quests')
     .option('--limit <n>', `owners per page, 1-${MAX_LIST_LIMIT}`, parseLimit, DEFAULT_LIST_LIMIT)
     .option('--after <ownerId>', 'continue after this owner id (the "next" of the previous page)', parseOwnerId)
-    .action((opts) => run(() => ownerList(ctx, opts)));
+    .action((opts) => run(async () => (await import('./commands/lists.ts')).ownerList(ctx, opts)));
 
   const key = program.command('key').description('Owner API keys');
   key
     .command('create')
     .description('Issue another API key to an owner (shown only once)')
     .requiredOption('--owner <ownerId>', 'owner id (own_…)', parseOwnerId)
-    .action((opts) => run(() => keyCreate(ctx, opts)));
+    .action((opts) => run(async () => (await import('./commands/owners.ts')).keyCreate(ctx, opts)));
   key
     .command('revoke')
     .description('Revoke an API key; it stops working at once (revoking it again changes nothing and says so)')
     .requiredOption('--key <key>', 'the key id (key_…, see "key list") or the full key (sk_…)', parseKeyRef)
-    .action((opts) => run(() => keyRevoke(ctx, opts)));
+    .action((opts) => run(async () => (await import('./commands/owners.ts')).keyRevoke(ctx, opts)));
   key
     .command('list')
     .description('List API keys in id order: id, display prefix, owner, created, revoked (never the key itself)')
     .option('--owner <ownerId>', "only this owner's keys", parseOwnerId)
     .option('--limit <n>', `keys per page, 1-${MAX_LIST_LIMIT}`, parseLimit, DEFAULT_LIST_LIMIT)
     .option('--after <keyId>', 'continue after this key id (the "next" of the previous page)', parseKeyId)
-    .action((opts) => run(() => keyList(ctx, opts)));
+    .action((opts) => run(async () => (await import('./commands/lists.ts')).keyList(ctx, opts)));
 
   const account = program.command('account').description('Accounts that receive points');
   account
     .command('create')
     .description('Create one account')
     .requiredOption('--pass <address>', 'pass address, 0x + 40 hex digits in any case (stored in EIP-55 form)', parsePassAddress)
-    .action((opts) => run(() => accountCreate(ctx, opts)));
+    .action((opts) => run(async () => (await import('./commands/accounts.ts')).accountCreate(ctx, opts)));
   account
     .command('import')
     .description('Create accounts in bulk from a CSV file with a "pass" header; existing ones are skipped')
     .requiredOption('--file <path>', 'CSV file: header line "pass", then one address per line')
-    .action((opts) => run(() => accountImport(ctx, opts)));
+    .action((opts) => run(async () => (await import('./commands/accounts.ts')).accountImport(ctx, opts)));
 
   account
     .command('list')
     .description('List accounts in id order, with their balances')
     .option('--limit <n>', `accounts per page, 1-${MAX_LIST_LIMIT}`, parseLimit, DEFAULT_LIST_LIMIT)
     .option('--after <accountId>', 'continue after this account id (the "next" of the previous page)', parseAfterInt)
-    .action((opts) => run(() => accountList(ctx, opts)));
+    .action((opts) => run(async () => (await import('./commands/lists.ts')).accountList(ctx, opts)));
 
   const campaign = program.command('campaign').description('Campaigns (groups of quests)');
   campaign
@@ -150,7 +146,7 @@ export function buildProgram(ctx: Context, emit: (output: CommandOutput) => void
     .option('--inactive', 'create the campaign inactive')
     .action((opts, cmd: Command) => {
       checkWindow(cmd, opts);
-      return run(() => campaignCreate(ctx, opts));
+      return run(async () => (await import('./commands/quests.ts')).campaignCreate(ctx, opts));
     });
 
   campaign
@@ -158,7 +154,7 @@ export function buildProgram(ctx: Context, emit: (output: CommandOutput) => void
     .description('List campaigns in id order, with their number of quests')
     .option('--limit <n>', `campaigns per page, 1-${MAX_LIST_LIMIT}`, parseLimit, DEFAULT_LIST_LIMIT)
     .option('--after <campaignId>', 'continue after this campaign id (the "next" of the previous page)', parseRowId)
-    .action((opts) => run(() => campaignList(ctx, opts)));
+    .action((opts) => run(async () => (await import('./commands/lists.ts')).campaignList(ctx, opts)));
 
   const quest = program.command('quest').description('Quests (points budgets)');
   quest
@@ -180,14 +176,14 @@ export function buildProgram(ctx: Context, emit: (output: CommandOutput) => void
     )
     .action((opts, cmd: Command) => {
       checkWindow(cmd, opts);
-      return run(() => questCreate(ctx, opts));
+      return run(async () => (await import('./commands/quests.ts')).questCreate(ctx, opts));
     });
   quest
     .command('action')
     .description("Switch a quest's action type")
     .requiredOption('--id <questId>', 'quest id', parseRowId)
     .requiredOption('--status <status>', 'active or deactivated', parseActionStatus)
-    .action((opts) => run(() => questAction(ctx, opts)));
+    .action((opts) => run(async () => (await import('./commands/quests.ts')).questAction(ctx, opts)));
   quest
     .command('update')
     .description("Change a quest's settings")
@@ -197,7 +193,7 @@ export function buildProgram(ctx: Context, emit: (output: CommandOutput) => void
       'send quest.budget_low when points remaining fall to this or below; "default": 10 % of the total',
       parseThreshold,
     )
-    .action((opts) => run(() => questUpdate(ctx, opts)));
+    .action((opts) => run(async () => (await import('./commands/quests.ts')).questUpdate(ctx, opts)));
 
   quest
     .command('list')
@@ -206,13 +202,13 @@ export function buildProgram(ctx: Context, emit: (output: CommandOutput) => void
     .option('--campaign <campaignId>', "only this campaign's quests", parseRowId)
     .option('--limit <n>', `quests per page, 1-${MAX_LIST_LIMIT}`, parseLimit, DEFAULT_LIST_LIMIT)
     .option('--after <questId>', 'continue after this quest id (the "next" of the previous page)', parseRowId)
-    .action((opts) => run(() => questList(ctx, opts)));
+    .action((opts) => run(async () => (await import('./commands/lists.ts')).questList(ctx, opts)));
 
   const features = program.command('features').description('Show (default) or switch the quests and campaigns features');
   features
     .command('show', { isDefault: true })
     .description('Show both feature flags')
-    .action(() => run(() => featuresShow(ctx)));
+    .action(() => run(async () => (await import('./commands/features.ts')).featuresShow(ctx)));
   features
     .command('set')
     .description('Switch features on or off, e.g. "features set quests=off campaigns=on"')
@@ -225,7 +221,7 @@ export function buildProgram(ctx: Context, emit: (output: CommandOutput) => void
         if (error instanceof InvalidArgumentError) usageError(cmd, error.message);
         throw error;
       }
-      return run(() => featuresSet(ctx, changes));
+      return run(async () => (await import('./commands/features.ts')).featuresSet(ctx, changes));
     });
 
   program
@@ -233,7 +229,7 @@ export function buildProgram(ctx: Context, emit: (output: CommandOutput) => void
     .description(
       'Check the ledger: per quest total = remaining + paid out - reversed, per account balance = paid in - reversed, no payout reversed beyond its amount, nothing negative; exit 1 on any violation',
     )
-    .action(() => run(() => auditCommand(ctx)));
+    .action(() => run(async () => (await import('./commands/audit.ts')).auditCommand(ctx)));
 
   program
     .command('demo')
@@ -241,7 +237,7 @@ export function buildProgram(ctx: Context, emit: (output: CommandOutput) => void
     .option('--env', 'print only shell `export` lines of the values, for: eval "$(npx quest-admin demo --env)"')
     .action((opts: { env?: boolean }, cmd: Command) => {
       if (opts.env && ctx.json) usageError(cmd, '--env prints shell lines; it cannot be combined with --json');
-      return run(() => demo(ctx, opts));
+      return run(async () => (await import('./commands/demo.ts')).demo(ctx, opts));
     });
 
   registerCreditCommand(program, ctx, run);
@@ -252,27 +248,27 @@ export function buildProgram(ctx: Context, emit: (output: CommandOutput) => void
     .command('list')
     .description('List webhook endpoints (not deleted): owner, URL, events, status (failing: deliveries were given up)')
     .option('--owner <ownerId>', "only this owner's endpoints", parseOwnerId)
-    .action((opts) => run(() => webhookList(ctx, opts)));
+    .action((opts) => run(async () => (await import('./commands/webhooks.ts')).webhookList(ctx, opts)));
   webhooks
     .command('deliveries')
     .description("An endpoint's delivery log, newest first: status, attempts, next attempt, last HTTP status, latency, error")
     .requiredOption('--endpoint <id>', 'webhook endpoint id (whe_…)', parseEndpointId)
     .option('--status <status>', 'only pending, delivered or failed deliveries', parseDeliveryStatus)
     .option('--limit <n>', `deliveries to show, 1-${MAX_LIST_LIMIT}`, parseLimit, DEFAULT_LIST_LIMIT)
-    .action((opts) => run(() => webhookDeliveries(ctx, opts)));
+    .action((opts) => run(async () => (await import('./commands/webhooks.ts')).webhookDeliveries(ctx, opts)));
   webhooks
     .command('replay')
     .description('Deliver again to an endpoint every event it subscribes to created since a time (kept EVENT_RETENTION_DAYS)')
     .requiredOption('--endpoint <id>', 'webhook endpoint id (whe_…)', parseEndpointId)
     .requiredOption('--since <time>', 'ISO 8601 date or date-time, e.g. 2026-03-01T00:00:00Z', parseInstant)
-    .action((opts) => run(() => webhookReplay(ctx, opts)));
+    .action((opts) => run(async () => (await import('./commands/webhooks.ts')).webhookReplay(ctx, opts)));
 
   program
     .command('status')
     .description(
       'The worker pool and its work: live members and the partitions each owns, per-partition waiting/active jobs and oldest wait, pending 202s and unfinished batches in PostgreSQL, the last reconciler run',
     )
-    .action(() => run(() => statusCommand(ctx)));
+    .action(() => run(async () => (await import('./commands/status.ts')).statusCommand(ctx)));
 
   addUsageHints(program);
   return program;

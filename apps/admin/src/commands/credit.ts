@@ -1,21 +1,8 @@
-import type { Command } from 'commander';
 import { type BatchInfo, CreditBatchError, createQuestClient, DEFAULT_RETRY, type QuestError } from '@quest/client';
-import { parseApiKey, parseRowId } from '../args.ts';
 import { CliError, type CommandOutput, type Context, EXIT } from '../context.ts';
 import { type CreditCsvRow, fileSha256 as sha256OfFile, openCreditCsv } from '../csv.ts';
 import { FailedRowsFile } from '../credit/failed-rows.ts';
 import { creditKeyPrefix } from '../credit/keys.ts';
-import {
-  DEFAULT_BATCH_SIZE,
-  DEFAULT_CONCURRENCY,
-  DEFAULT_STALL_TIMEOUT_SECONDS,
-  DEFAULT_STALL_TRIES,
-  MAX_BATCH_SIZE,
-  MAX_CONCURRENCY,
-  parseBaseUrl,
-  parseBatchSize,
-  parseBoundedInt,
-} from '../credit/options.ts';
 import { formatDuration, Progress, type ProgressState } from '../credit/progress.ts';
 import { batchLabel, CreditStop, refusalStop, type Summary, summaryJson, summaryText, Tally } from '../credit/report.ts';
 
@@ -34,7 +21,8 @@ import { batchLabel, CreditStop, refusalStop, type Summary, summaryJson, summary
  *   and the summary counts those rows as replayed rather than newly credited.
  * - A malformed CSV line stops the run there, after the batches before it (already sent) finish.
  *
- * Modules: credit/options (flags), keys, progress, failed-rows, report (tally, summary, guidance).
+ * Modules: credit/command (the command line: flags, help), options (their limits and parsers), keys,
+ * progress, failed-rows, report (tally, summary, guidance). This one is loaded when the command runs.
  */
 
 export { DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE } from '../credit/options.ts';
@@ -188,57 +176,4 @@ function toStop(e: unknown, recorded: number, accepted: number, opts: CreditOpti
   if (e instanceof CliError) return new CreditStop(e.code, e.message);
   const message = e instanceof Error ? e.message : String(e);
   return new CreditStop('INTERNAL_ERROR', `unexpected failure: ${message.split('\n')[0]}`);
-}
-
-/** Adds `credit` to the program (one line in program.ts). */
-export function registerCreditCommand(
-  program: Command,
-  ctx: Context,
-  run: (fn: () => Promise<CommandOutput>) => Promise<void>,
-): void {
-  program
-    .command('credit')
-    .description(
-      'Credit points to accounts from a CSV (header "address,points") through the API, in batches, in file order. Re-running with the same file and --batch-size credits nothing twice (replayed rows are counted apart); failed rows go to <file>.failed.csv',
-    )
-    .requiredOption('--quest <questId>', 'quest id', parseRowId)
-    .requiredOption('--key <apiKey>', "the quest owner's API key (sk_…)", parseApiKey)
-    .requiredOption('--file <path>', 'CSV file: header line "address,points", then one credit per line')
-    .option(
-      '--batch-size <n>',
-      `rows per batch, 1..${MAX_BATCH_SIZE}; a re-run of a file must use the size it was first credited with`,
-      parseBatchSize,
-      DEFAULT_BATCH_SIZE,
-    )
-    .option(
-      '--concurrency <n>',
-      `batches in flight (each sent once the service has queued the one before, so file order holds), 1..${MAX_CONCURRENCY}`,
-      (v) => parseBoundedInt(v, '--concurrency', 1, MAX_CONCURRENCY),
-      DEFAULT_CONCURRENCY,
-    )
-    .option('--base-url <url>', `API address (default: ${ctx.config.API_BASE_URL}, ${baseUrlSource(ctx)})`, parseBaseUrl)
-    .option(
-      '--stall-timeout <seconds>',
-      'seconds a batch may show no progress before it is sent again with the same key',
-      (v) => parseBoundedInt(v, '--stall-timeout', 1, 86_400),
-      DEFAULT_STALL_TIMEOUT_SECONDS,
-    )
-    .option(
-      '--stall-tries <n>',
-      'times a batch may stall before the run stops with an error',
-      (v) => parseBoundedInt(v, '--stall-tries', 1, 100),
-      DEFAULT_STALL_TRIES,
-    )
-    .addHelpText(
-      'after',
-      `\nExit status:\n  0  every row credited (by this run, or replayed from an earlier one)\n  ${EXIT.rowsNotCredited}  finished, but rows were not credited: they are in <file>.failed.csv with their codes\n  ${EXIT.failed}  stopped before the end; the last line says whether running the same command again finishes it\n  ${EXIT.usage}  usage error`,
-    )
-    .action((opts: CreditOptions) => run(() => creditCommand(ctx, opts)));
-}
-
-/** Where the default API address comes from, as the help tells it: the value in force, not a constant. */
-function baseUrlSource(ctx: Context): string {
-  return ctx.config.apiBaseUrlFrom === 'API_BASE_URL'
-    ? 'from API_BASE_URL'
-    : "this machine's API: HOST and PORT of the environment or .env; API_BASE_URL overrides it";
 }

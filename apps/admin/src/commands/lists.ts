@@ -11,8 +11,6 @@ import { type Cell, plural, renderTable } from '../format.ts';
  * value to pass as `--after` for the following page, or null on the last page.
  */
 
-export const DEFAULT_LIST_LIMIT = 100;
-
 interface PageOptions<Cursor> {
   limit: number;
   after?: Cursor;

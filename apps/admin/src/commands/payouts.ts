@@ -1,11 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type Command, InvalidArgumentError } from 'commander';
 import { createQuestClient, DEFAULT_REQUEST_TIMEOUT_MS, DEFAULT_RETRY, type QuestClient, QuestError } from '@quest/client';
-import { parseApiKey, parseRowId } from '../args.ts';
 import { CliError, type CommandOutput, type Context, EXIT } from '../context.ts';
 import { openColumnsCsv } from '../csv.ts';
 import { FailedRowsFile } from '../credit/failed-rows.ts';
-import { parseBaseUrl, parseBoundedInt } from '../credit/options.ts';
 import { Progress, type ProgressState } from '../credit/progress.ts';
 import { checkAddressRow, checkPayoutRow, Occurrences, type ReversalTask, reversalKey } from '../reverse/plan.ts';
 import {
@@ -36,9 +33,6 @@ import { interruptible, Interrupted } from './credit.ts';
  *   an API unavailable through every retry stops the run.
  */
 
-export const DEFAULT_REVERSE_CONCURRENCY = 8;
-export const MAX_REVERSE_CONCURRENCY = 64;
-export const MAX_REASON_LENGTH = 500;
 /** Payouts per page when listing an address's payouts. */
 const LIST_PAGE = 1000;
 
@@ -296,45 +290,4 @@ function toStop(e: unknown): ReverseStop {
   if (e instanceof CliError) return new ReverseStop(e.code, e.message);
   const message = e instanceof Error ? e.message : String(e);
   return new ReverseStop('INTERNAL_ERROR', `unexpected failure: ${message.split('\n')[0]}`);
-}
-
-function parseReason(value: string): string {
-  if (value.length > MAX_REASON_LENGTH)
-    throw new InvalidArgumentError(`at most ${MAX_REASON_LENGTH} characters (got ${value.length})`);
-  return value;
-}
-
-/** Adds `payouts reverse` to the program (one line in program.ts). */
-export function registerPayoutsCommand(
-  program: Command,
-  ctx: Context,
-  run: (fn: () => Promise<CommandOutput>) => Promise<void>,
-): void {
-  const payouts = program.command('payouts').description("A quest's payouts");
-  payouts
-    .command('reverse')
-    .description(
-      'Reverse payouts of a quest through the API: those of a CSV of payout ids (--file, header "payout_id" and optionally "points"; without points, the whole payout), or every payout of a CSV of addresses (--addresses, header "address"). Re-running reverses nothing twice (a payout with nothing left counts as done); rows not reversed go to <file>.failed.csv',
-    )
-    .requiredOption('--quest <questId>', 'quest id', parseRowId)
-    .requiredOption('--key <apiKey>', "the quest owner's API key (sk_…)", parseApiKey)
-    .option('--file <path>', 'CSV of payout ids: header "payout_id" (and optionally "points"), one payout per line')
-    .option('--addresses <path>', 'CSV of addresses: header "address"; every payout of each on the quest is reversed')
-    .option('--reason <text>', `why, recorded with every reversal (at most ${MAX_REASON_LENGTH} characters)`, parseReason)
-    .option(
-      '--concurrency <n>',
-      `reversals in flight, 1..${MAX_REVERSE_CONCURRENCY}`,
-      (v) => parseBoundedInt(v, '--concurrency', 1, MAX_REVERSE_CONCURRENCY),
-      DEFAULT_REVERSE_CONCURRENCY,
-    )
-    .option('--base-url <url>', `API address (default: ${ctx.config.API_BASE_URL})`, parseBaseUrl)
-    .addHelpText(
-      'after',
-      `\nExit status:\n  0  every payout reversed (by this run, replayed from an earlier one, or already reversed)\n  ${EXIT.rowsNotCredited}  finished, but rows were not reversed: they are in <file>.failed.csv with their codes\n  ${EXIT.failed}  stopped before the end; the last line says whether running the same command again finishes it\n  ${EXIT.usage}  usage error`,
-    )
-    .action((opts: ReverseOptions, cmd: Command) => {
-      if ((opts.file === undefined) === (opts.addresses === undefined))
-        cmd.error('error: give exactly one of --file and --addresses', { exitCode: EXIT.usage, code: 'quest.usage' });
-      return run(() => reverseCommand(ctx, opts));
-    });
 }

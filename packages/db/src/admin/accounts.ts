@@ -1,7 +1,8 @@
 import { toChecksumAddress } from '@quest/domain';
 import type { Sql } from '../client.ts';
-import { AdminError, type PassAddress, requirePassAddress } from './errors.ts';
+import { AdminError, type PassAddress } from './errors.ts';
 import { checkLimit, type ListOptions, type ListPage, page } from './lists.ts';
+import { requirePassAddress } from './pass.ts';
 
 /** Accounts: created one at a time or imported in bulk by the operator, and listed. */
 

@@ -1,10 +1,11 @@
-import { toChecksumAddress } from '@quest/domain';
 import type { Sql } from '../client.ts';
 
 /**
  * The operator's expected mistakes and the input checks every operator write shares. Inputs are
  * checked here as well as in the CLI, so no caller can store a row the service would misread (an
- * unchecksummed address, an inverted window, an unsafe integer).
+ * unchecksummed address, an inverted window, an unsafe integer). This module imports nothing at
+ * run time (quest-admin loads it at start, through ./lists); the pass address check, which needs
+ * viem for the checksum, is in ./pass.ts.
  */
 
 export const ADMIN_ERROR_CODES = [
@@ -37,16 +38,6 @@ export type PassAddress = `0x${string}`;
 const MAX_NAME = 200;
 /** Largest id of an `integer` column (campaigns.id, quests.id). */
 const MAX_INT4 = 2_147_483_647;
-
-export function requirePassAddress(input: string): PassAddress {
-  const pass = toChecksumAddress(input.trim());
-  if (!pass)
-    throw new AdminError(
-      'INVALID_ADDRESS',
-      `invalid pass address ${JSON.stringify(input)}: expected 0x followed by 40 hex digits`,
-    );
-  return pass;
-}
 
 export function checkName(what: string, name: string): string {
   const trimmed = name.trim();

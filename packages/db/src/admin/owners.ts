@@ -1,8 +1,9 @@
 import { newId } from '@quest/domain';
 import type { Sql } from '../client.ts';
-import { AdminError, checkName, isUniqueViolation, type PassAddress, requirePassAddress } from './errors.ts';
+import { AdminError, checkName, isUniqueViolation, type PassAddress } from './errors.ts';
 import { type IssuedKey, insertKey } from './keys.ts';
 import { checkLimit, type ListOptions, type ListPage, page } from './lists.ts';
+import { requirePassAddress } from './pass.ts';
 
 /** Owners: the operator creates them (each with its first API key) and lists them. */
 
