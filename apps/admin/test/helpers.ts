@@ -46,14 +46,14 @@ export async function runCli(args: readonly string[], env: Record<string, string
   return { code, stdout, stderr };
 }
 
-/** Run the real CLI in a child process, as an operator would (bin/quest-admin.js, or `opts.bin`). */
+/** Run the real CLI in a child process, as an operator would (bin/quest-admin.js, or `opts.bin`; node flags first). */
 export function spawnCli(
   args: readonly string[],
   env: Record<string, string | undefined>,
-  opts: { bin?: string } = {},
+  opts: { bin?: string; nodeArgs?: readonly string[] } = {},
 ): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [opts.bin ?? BIN, ...args], {
+    const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), opts.bin ?? BIN, ...args], {
       cwd: REPO_ROOT,
       env: cliEnv(env),
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -56,18 +56,22 @@ export async function bundleServices(outDir: string): Promise<Bundle> {
   });
   // quest-admin resolves its third-party packages from apps/admin/node_modules (its commander is
   // newer than the one hoisted to the root), so its bundle must live under apps/admin, as
-  // apps/admin/dist/cli.mjs does; a name of its own keeps it apart from `npm run build`'s.
-  const admin = join(REPO_ROOT, 'apps/admin/dist', `bench-${basename(outDir)}.mjs`);
-  process.once('exit', () => rmSync(admin, { force: true }));
+  // apps/admin/dist/cli.mjs does; a directory of its own keeps it apart from `npm run build`'s.
+  // Split at each command's import, as `npm run build` splits it: a command loads only its chunks.
+  const adminDir = join(REPO_ROOT, 'apps/admin/dist', `bench-${basename(outDir)}`);
+  process.once('exit', () => rmSync(adminDir, { recursive: true, force: true }));
   await build({
-    entryPoints: [join(REPO_ROOT, 'apps/admin/src/cli.ts')],
-    outfile: admin,
+    entryPoints: { cli: join(REPO_ROOT, 'apps/admin/src/cli.ts') },
+    outdir: adminDir,
+    splitting: true,
+    chunkNames: 'chunks/[name]-[hash]',
+    outExtension: { '.js': '.mjs' },
     ...NODE_BUNDLE,
   });
   return {
     api: join(bin, 'api.mjs'),
     worker: join(bin, 'worker.mjs'),
     reference: join(bin, 'reference.mjs'),
-    admin,
+    admin: join(adminDir, 'cli.mjs'),
   };
 }

@@ -47,7 +47,8 @@ export function areaOf(url: string, functionName: string): string {
     const rest = url.slice(nm + '/node_modules/'.length).split('/');
     return rest[0]!.startsWith('@') ? `${rest[0]}/${rest[1]}` : rest[0]!;
   }
-  if (/\/build-[^/]+\/bin\/[^/]+\.mjs$|\/dist\/[^/]+\.mjs$/.test(url)) return 'our code (bundled apps + @quest/*)';
+  // A bundle, or a chunk of quest-admin's split one (dist/chunks/, dist/bench-*/chunks/).
+  if (/\/build-[^/]+\/bin\/[^/]+\.mjs$|\/dist\/(?:[^/]+\/)*[^/]+\.mjs$/.test(url)) return 'our code (bundled apps + @quest/*)';
   const m = /\/(packages|apps|tools)\/([^/]+)\//.exec(url);
   if (m) return `${m[1]}/${m[2]}`;
   return url.replace(/^file:\/\//, '');

@@ -85,6 +85,8 @@ describe('cpuprofile summary', () => {
     expect(areaOf('node:internal/streams', 'x')).toBe('node internals');
     expect(areaOf('', '(garbage collector)')).toBe('GC');
     expect(areaOf('file:///w/bench-results/build-x/bin/api.mjs', 'f')).toBe('our code (bundled apps + @quest/*)');
+    expect(areaOf('file:///w/apps/admin/dist/chunks/lists-AB12.mjs', 'f')).toBe('our code (bundled apps + @quest/*)');
+    expect(areaOf('file:///w/apps/admin/dist/bench-x/chunks/chunk-AB12.mjs', 'f')).toBe('our code (bundled apps + @quest/*)');
   });
   it('sums self time per function from samples and time deltas', () => {
     const frame = (functionName: string, url = '') => ({ functionName, url, lineNumber: 0, columnNumber: 0 });
