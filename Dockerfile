@@ -43,7 +43,8 @@ RUN npm ci --omit=dev --ignore-scripts --workspace @quest/api --workspace @quest
  && npm cache clean --force
 COPY . .
 # The bundles: apps/api/dist/server.mjs, apps/worker/dist/main.mjs, the worker's healthcheck and
-# apps/admin/dist/cli.mjs (built after the sources are copied, so the launcher finds it fresh).
+# apps/admin/dist/cli.mjs with its chunks in apps/admin/dist/chunks/ (built after the sources are
+# copied, so the launcher finds it fresh).
 RUN node scripts/build.mjs
 # tsx keeps its transform cache under the OS temp dir, and the worker writes its liveness file
 # there (WORKER_HEALTH_FILE); everything else is read-only at run time.
