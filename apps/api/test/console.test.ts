@@ -1,0 +1,182 @@
+import type { LightMyRequestResponse } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createOwner, createQuest, revokeApiKey, startTestApp, type TestApp } from './helpers.ts';
+
+/**
+ * The console's sessions and guards, through app.inject: sign-in exchanges a key for a cookie
+ * (HttpOnly, SameSite=Strict, Secure over HTTPS), a wrong key is refused without telling why and
+ * counts as a failed authentication, a revoked key ends its sessions, state changes need the CSRF
+ * token and this origin, and the spec's routes still take only x-api-key. The journeys in a real
+ * browser are tests/system/console.test.ts.
+ */
+
+const TOKEN = 'operator-token-0123456789';
+let t: TestApp;
+
+beforeAll(async () => {
+  t = await startTestApp({ env: { ADMIN_TOKEN: TOKEN, TRUST_PROXY: 'true', RATE_LIMIT_AUTH_FAILURES_MAX: '5' } });
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
+
+/** Sign in as `secret` from `ip`; the response and the session cookie (name=value) when one was set. */
+async function signIn(secret: string, opts: { ip?: string; headers?: Record<string, string> } = {}) {
+  const res = await t.app.inject({
+    method: 'POST',
+    url: '/console/sign-in',
+    remoteAddress: opts.ip ?? '10.0.0.1',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', ...opts.headers },
+    payload: form({ apiKey: secret }),
+  });
+  const setCookie = res.headers['set-cookie'];
+  const line = Array.isArray(setCookie) ? setCookie[0] : setCookie;
+  return { res, line, cookie: line?.split(';')[0] };
+}
+
+const csrfOf = (page: LightMyRequestResponse) => /name="_csrf" value="([^"]+)"/.exec(page.body)?.[1];
+
+describe('console sign-in', () => {
+  it('exchanges an owner key for an HttpOnly, SameSite=Strict session cookie with an expiry', async () => {
+    const owner = await createOwner(t.sql);
+    const { res, line, cookie } = await signIn(owner.apiKey);
+    expect(res.statusCode).toBe(303);
+    expect(res.headers.location).toBe('/console/');
+    expect(line).toMatch(/HttpOnly/);
+    expect(line).toMatch(/SameSite=Strict/);
+    expect(line).toMatch(/Path=\/console/);
+    expect(line).toMatch(/Max-Age=\d+/);
+    expect(line).toMatch(/Expires=/);
+    expect(line).not.toMatch(/Secure/);
+    expect(line).not.toContain(owner.apiKey);
+    const quests = await t.app.inject({ url: '/console/quests', headers: { cookie: cookie! } });
+    expect(quests.statusCode).toBe(200);
+    expect(quests.body).toContain(owner.name);
+    expect(quests.headers['content-security-policy']).toContain("script-src 'self'");
+    expect(quests.headers['cache-control']).toBe('no-store');
+  });
+
+  it('marks the cookie Secure when served over HTTPS (X-Forwarded-Proto behind a trusted proxy)', async () => {
+    const owner = await createOwner(t.sql);
+    const { line } = await signIn(owner.apiKey, { headers: { 'x-forwarded-proto': 'https' } });
+    expect(line).toMatch(/; Secure/);
+  });
+
+  it('refuses an unknown, revoked or malformed key with the same answer', async () => {
+    const owner = await createOwner(t.sql);
+    const revoked = await createOwner(t.sql);
+    await revokeApiKey(t.sql, revoked.apiKey);
+    const unknown = `sk_${'a'.repeat(owner.apiKey.length - 3)}`;
+    const answers = [];
+    for (const [i, secret] of [unknown, revoked.apiKey, 'not a key', `${TOKEN}x`].entries()) {
+      const { res, line } = await signIn(secret, { ip: `10.0.1.${i}` });
+      expect(line).toBeUndefined();
+      answers.push([res.statusCode, res.body.replace(/name="_csrf" value="[^"]*"/, '')]);
+    }
+    expect(answers[0]![0]).toBe(401);
+    expect(new Set(answers.map((a) => JSON.stringify(a))).size).toBe(1);
+    expect(answers[0]![1]).toContain('Sign-in failed: that key or token is not valid.');
+  });
+
+  it('counts failed sign-ins like failed authentications: 429 once over the limit', async () => {
+    const ip = '10.0.2.1';
+    const statuses = [];
+    for (let i = 0; i < 6; i++) statuses.push((await signIn('sk_wrong', { ip })).res.statusCode);
+    expect(statuses).toEqual([401, 401, 401, 401, 401, 429]);
+    // A good key from that address is refused too until the window passes; another address is not.
+    const owner = await createOwner(t.sql);
+    expect((await signIn(owner.apiKey, { ip })).res.statusCode).toBe(429);
+    expect((await signIn(owner.apiKey, { ip: '10.0.2.2' })).res.statusCode).toBe(303);
+  });
+
+  it('ends the sessions of a revoked key, and sign-out ends its own', async () => {
+    const owner = await createOwner(t.sql);
+    const a = await signIn(owner.apiKey);
+    const b = await signIn(owner.apiKey);
+    const page = await t.app.inject({ url: '/console/quests', headers: { cookie: b.cookie! } });
+    expect(page.statusCode).toBe(200);
+    const out = await t.app.inject({
+      method: 'POST',
+      url: '/console/sign-out',
+      headers: { cookie: b.cookie!, 'content-type': 'application/x-www-form-urlencoded' },
+      payload: form({ _csrf: csrfOf(page)! }),
+    });
+    expect(out.statusCode).toBe(303);
+    expect((await t.app.inject({ url: '/console/quests', headers: { cookie: b.cookie! } })).headers.location).toBe(
+      '/console/sign-in',
+    );
+    expect((await t.app.inject({ url: '/console/quests', headers: { cookie: a.cookie! } })).statusCode).toBe(200);
+    await revokeApiKey(t.sql, owner.apiKey);
+    const after = await t.app.inject({ url: '/console/quests', headers: { cookie: a.cookie! } });
+    expect(after.statusCode).toBe(303);
+    expect(after.headers.location).toBe('/console/sign-in');
+  });
+
+  it("keeps the spec's routes on x-api-key: a session cookie alone is no key", async () => {
+    const owner = await createOwner(t.sql);
+    const questId = await createQuest(t.sql, { ownerId: owner.id });
+    const { cookie } = await signIn(owner.apiKey);
+    const res = await t.request({ url: `/quests/${questId}`, headers: { cookie: cookie! } });
+    expect(res.statusCode).toBe(401);
+    expect(res.json().code).toBe('INVALID_API_KEY');
+    expect((await t.app.inject({ url: `/console/quests/${questId}`, headers: { cookie: cookie! } })).statusCode).toBe(200);
+  });
+
+  it("answers another owner's quest as not found", async () => {
+    const owner = await createOwner(t.sql);
+    const other = await createOwner(t.sql);
+    const questId = await createQuest(t.sql, { ownerId: other.id });
+    const { cookie } = await signIn(owner.apiKey);
+    const res = await t.app.inject({ url: `/console/quests/${questId}`, headers: { cookie: cookie! } });
+    expect(res.statusCode).toBe(404);
+    expect(res.body).toContain('QUEST_NOT_FOUND');
+  });
+});
+
+describe('console CSRF and roles', () => {
+  it('refuses a state change without the session CSRF token, or from another origin', async () => {
+    const { cookie } = await signIn(TOKEN);
+    const page = await t.app.inject({ url: '/console/operator', headers: { cookie: cookie! } });
+    expect(page.statusCode).toBe(200);
+    const csrf = csrfOf(page)!;
+    const create = (fields: Record<string, string>, headers: Record<string, string> = {}) =>
+      t.app.inject({
+        method: 'POST',
+        url: '/console/operator/owners',
+        headers: { cookie: cookie!, 'content-type': 'application/x-www-form-urlencoded', host: 'console.test', ...headers },
+        payload: form(fields),
+      });
+    const fields = { name: 'Acme', pass: '0x52908400098527886E0F7030069857D2E4169EE7' };
+    const missing = await create(fields);
+    expect(missing.statusCode).toBe(400);
+    expect(missing.body).toContain('CSRF');
+    expect((await create({ ...fields, _csrf: 'x'.repeat(csrf.length) })).statusCode).toBe(400);
+    const foreign = await create({ ...fields, _csrf: csrf }, { origin: 'https://evil.example' });
+    expect(foreign.statusCode).toBe(400);
+    expect(foreign.body).toContain('Cross-site request refused');
+    const ok = await create({ ...fields, _csrf: csrf }, { origin: 'http://console.test' });
+    expect(ok.statusCode).toBe(200);
+    expect(ok.body).toMatch(/<code id="new-api-key">sk_[A-Za-z0-9_-]+<\/code>/);
+  });
+
+  it("keeps owners out of the operator's views and the operator out of owners'", async () => {
+    const owner = await createOwner(t.sql);
+    const asOwner = await signIn(owner.apiKey);
+    const asOperator = await signIn(TOKEN);
+    expect((await t.app.inject({ url: '/console/operator', headers: { cookie: asOwner.cookie! } })).headers.location).toBe(
+      '/console/',
+    );
+    expect((await t.app.inject({ url: '/console/quests', headers: { cookie: asOperator.cookie! } })).headers.location).toBe(
+      '/console/',
+    );
+    const post = await t.app.inject({
+      method: 'POST',
+      url: '/console/operator/quests',
+      headers: { cookie: asOwner.cookie!, 'content-type': 'application/x-www-form-urlencoded' },
+      payload: form({ name: 'x' }),
+    });
+    expect(post.statusCode).toBe(401);
+  });
+});
