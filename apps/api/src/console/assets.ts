@@ -53,6 +53,9 @@ meter, progress { width: 14rem; max-width: 100%; height: 1.1rem; }
 }
 `;
 
+export const FAVICON_SVG =
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" fill="#0b5cad"/><path d="M4 11l4-7 4 7z" fill="#fff"/></svg>';
+
 export const CONSOLE_JS = `
 (function () {
   'use strict';

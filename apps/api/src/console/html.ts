@@ -71,6 +71,7 @@ export function layout(opts: { title: string; viewer?: Viewer | undefined; body:
 <meta name="viewport" content="width=device-width, initial-scale=1">
 ${viewer ? `<meta name="csrf-token" content="${escapeHtml(viewer.csrfToken)}">` : ''}
 <title>${escapeHtml(title)} · Quest Rewards console</title>
+<link rel="icon" href="/console/assets/favicon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="/console/assets/console.css">
 <script src="/console/assets/console.js" defer></script>
 </head>

@@ -5,7 +5,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { handleError, mapError } from '../errors.ts';
 import type { AuthFailureLimit } from '../rate-limits.ts';
 import type { RouteDeps } from '../types.ts';
-import { CONSOLE_CSS, CONSOLE_JS } from './assets.ts';
+import { CONSOLE_CSS, CONSOLE_JS, FAVICON_SVG } from './assets.ts';
 import { html, layout, type Viewer } from './html.ts';
 import { operatorRoutes } from './operator.ts';
 import { ownerRoutes } from './owner.ts';
@@ -158,6 +158,10 @@ export async function consolePlugin(app: FastifyInstance, opts: { deps: RouteDep
   );
   app.get('/assets/console.js', { config: { consoleRole: 'public' } }, async (_request, reply) =>
     reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=300').send(CONSOLE_JS),
+  );
+
+  app.get('/assets/favicon.svg', { config: { consoleRole: 'public' } }, async (_request, reply) =>
+    reply.type('image/svg+xml').header('cache-control', 'public, max-age=86400').send(FAVICON_SVG),
   );
 
   app.get('/', { config: { consoleRole: 'public' } }, async (request, reply) => {
