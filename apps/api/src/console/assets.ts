@@ -39,7 +39,8 @@ button.danger { background: var(--bad); border-color: var(--bad); }
 button.link { background: none; border: none; padding: 0; text-decoration: underline; color: inherit; }
 .bar { display: flex; flex-wrap: wrap; align-items: center; gap: .5rem; }
 meter, progress { width: 14rem; max-width: 100%; height: 1.1rem; }
-.chart { width: 100%; height: 10rem; background: var(--panel); border: 1px solid var(--border); border-radius: 6px; }
+.chart { width: 100%; height: auto; background: #fff; border: 1px solid var(--border); border-radius: 6px; }
+.chart text { font-size: 12px; fill: var(--muted); }
 .chart .line { fill: none; stroke: var(--accent); stroke-width: 2; vector-effect: non-scaling-stroke; }
 .chart .axis { stroke: var(--border); }
 .chart.bars rect { fill: var(--accent); }

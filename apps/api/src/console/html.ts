@@ -95,33 +95,59 @@ export function budgetBar(remaining: number, total: number, label: string): Html
     <span class="figures"><strong data-remaining>${fmt(remaining)}</strong> of ${fmt(total)} left (${pct}%)</span></div>`;
 }
 
-/** Line chart of `points` (x ascending), inline SVG, with a text summary for screen readers. */
-export function lineChart(points: { x: number; y: number }[], opts: { label: string; width?: number; height?: number }): Html {
+const compact = (n: number) =>
+  Math.abs(n) >= 1e6 ? `${Math.round(n / 1e5) / 10}M` : Math.abs(n) >= 1e4 ? `${Math.round(n / 100) / 10}k` : fmt(Math.round(n));
+
+/**
+ * Line chart of `points` (x ascending: milliseconds), inline SVG scaled to its own range, with its
+ * lowest and highest values and the ends of the period written on it, and a text alternative.
+ */
+export function lineChart(
+  points: { x: number; y: number }[],
+  opts: { label: string; from: string; to: string; width?: number; height?: number },
+): Html {
   const width = opts.width ?? 600;
-  const height = opts.height ?? 160;
+  const height = opts.height ?? 170;
   if (points.length === 0) return html`<p class="muted">No data in this period.</p>`;
+  const left = 52;
+  const bottom = height - 22;
   const xs = points.map((p) => p.x);
   const ys = points.map((p) => p.y);
   const [x0, x1] = [Math.min(...xs), Math.max(...xs)];
-  const y1 = Math.max(1, ...ys);
-  const sx = (x: number) => (x1 === x0 ? width / 2 : ((x - x0) / (x1 - x0)) * (width - 20) + 10);
-  const sy = (y: number) => height - 10 - (y / y1) * (height - 20);
+  let [y0, y1] = [Math.min(...ys), Math.max(...ys)];
+  if (y0 === y1) [y0, y1] = [Math.max(0, y0 - 1), y1 + 1];
+  const sx = (x: number) => (x1 === x0 ? (left + width) / 2 : left + ((x - x0) / (x1 - x0)) * (width - left - 8));
+  const sy = (y: number) => bottom - ((y - y0) / (y1 - y0)) * (bottom - 10);
   const path = points.map((p, i) => `${i === 0 ? 'M' : 'L'}${sx(p.x).toFixed(1)},${sy(p.y).toFixed(1)}`).join(' ');
-  return html`<svg class="chart" viewBox="0 0 ${width} ${height}" role="img" aria-label="${opts.label}" preserveAspectRatio="none">
-    <line x1="0" y1="${height - 10}" x2="${width}" y2="${height - 10}" class="axis"></line>
+  return html`<svg class="chart" viewBox="0 0 ${width} ${height}" role="img" aria-label="${opts.label}">
+    <line x1="${left}" y1="${bottom}" x2="${width}" y2="${bottom}" class="axis"></line>
+    <line x1="${left}" y1="10" x2="${left}" y2="${bottom}" class="axis"></line>
+    <text x="${left - 4}" y="16" text-anchor="end">${compact(y1)}</text>
+    <text x="${left - 4}" y="${bottom}" text-anchor="end">${compact(y0)}</text>
+    <text x="${left}" y="${height - 6}">${opts.from}</text>
+    <text x="${width - 4}" y="${height - 6}" text-anchor="end">${opts.to}</text>
     <path d="${path}" class="line"></path>
   </svg>`;
 }
 
-/** Bar chart of `values` (one bar each), inline SVG. */
-export function barChart(values: { label: string; value: number }[], opts: { label: string; height?: number }): Html {
-  const height = opts.height ?? 120;
+/** Bar chart of `values` (one bar each, in order), inline SVG, with its highest value written on it. */
+export function barChart(values: { label: string; value: number }[], opts: { label: string; from: string; to: string }): Html {
+  const width = 600;
+  const height = 130;
   if (values.length === 0) return html`<p class="muted">No data in this period.</p>`;
-  const width = Math.max(60, values.length * 10);
+  const left = 52;
+  const bottom = height - 22;
   const max = Math.max(1, ...values.map((v) => v.value));
+  const step = (width - left - 8) / Math.max(values.length, 30);
   const bars = values.map((v, i) => {
-    const h = (v.value / max) * (height - 10);
-    return html`<rect x="${i * 10 + 1}" y="${(height - h).toFixed(1)}" width="8" height="${h.toFixed(1)}"><title>${v.label}: ${fmt(v.value)}</title></rect>`;
+    const h = (v.value / max) * (bottom - 10);
+    return html`<rect x="${(left + i * step + 1).toFixed(1)}" y="${(bottom - h).toFixed(1)}" width="${Math.max(1, step - 2).toFixed(1)}" height="${h.toFixed(1)}"><title>${v.label}: ${fmt(v.value)}</title></rect>`;
   });
-  return html`<svg class="chart bars" viewBox="0 0 ${width} ${height}" role="img" aria-label="${opts.label}" preserveAspectRatio="none">${bars}</svg>`;
+  return html`<svg class="chart bars" viewBox="0 0 ${width} ${height}" role="img" aria-label="${opts.label}">
+    <line x1="${left}" y1="${bottom}" x2="${width}" y2="${bottom}" class="axis"></line>
+    <text x="${left - 4}" y="16" text-anchor="end">${compact(max)}</text>
+    <text x="${left - 4}" y="${bottom}" text-anchor="end">0</text>
+    <text x="${left}" y="${height - 6}">${opts.from}</text>
+    <text x="${width - 4}" y="${height - 6}" text-anchor="end">${opts.to}</text>
+    ${bars}</svg>`;
 }

@@ -67,7 +67,6 @@ export function ownerRoutes(app: FastifyInstance, ctx: ConsoleContext): void {
 
   app.get('/quests/:questId', owner, async (request, reply) => {
     const { quest } = await ownQuest(request);
-    const viewer = ctx.viewer(request)!;
     const query = request.query as { address?: string; reversed?: string; reversal?: string };
     const search = typeof query.address === 'string' ? query.address.trim() : '';
     const address = search ? passAddressLowerSchema.safeParse(search) : undefined;
@@ -88,7 +87,13 @@ export function ownerRoutes(app: FastifyInstance, ctx: ConsoleContext): void {
     }
     budget.push({ x: now.getTime() - 60 * 60_000, y: remaining });
     budget.sort((a, b) => a.x - b.x);
-    const perMinute = activity.map((m) => ({ label: `${when(m.minute)}`, value: m.credits }));
+    // One bar per minute of the last hour, empty minutes included.
+    const hourAgo = Math.floor(now.getTime() / 60_000) - 59;
+    const byMinute = new Map(activity.map((m) => [Math.floor(m.minute.getTime() / 60_000), m.credits]));
+    const perMinute = Array.from({ length: 60 }, (_, i) => ({
+      label: when(new Date((hourAgo + i) * 60_000)),
+      value: byMinute.get(hourAgo + i) ?? 0,
+    }));
     const creditsLastHour = activity.reduce((n, m) => n + m.credits, 0);
 
     let flash: string | undefined;
@@ -120,9 +125,14 @@ export function ownerRoutes(app: FastifyInstance, ctx: ConsoleContext): void {
         </section>
         <section class="panel" aria-labelledby="chart-h">
           <h2 id="chart-h">Budget, last hour</h2>
-          ${lineChart(budget, { label: `Points remaining over the last hour, now ${fmt(quest.pointsRemaining)}` })}
+          ${lineChart(budget, {
+            label: `Points remaining over the last hour, from ${fmt(budget[0]!.y)} to ${fmt(quest.pointsRemaining)} now`,
+            from: '1 h ago',
+            to: 'now',
+          })}
           <h2>Credits per minute</h2>
-          ${barChart(perMinute, { label: `Credits per minute over the last hour: ${fmt(creditsLastHour)} in all` })}
+          <p class="muted">${fmt(creditsLastHour)} credits in the last hour.</p>
+          ${barChart(perMinute, { label: `Credits per minute over the last hour: ${fmt(creditsLastHour)} in all`, from: '1 h ago', to: 'now' })}
         </section>
       </div>
 
@@ -179,8 +189,7 @@ export function ownerRoutes(app: FastifyInstance, ctx: ConsoleContext): void {
             </tr>`,
           )}</tbody></table></div>`
         }
-      </section>
-      ${csrfField(viewer)}`;
+      </section>`;
     return ctx.page(reply, { title: quest.name, request, body, ...(flash ? { flash } : {}) });
   });
 
