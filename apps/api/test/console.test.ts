@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOwner, createQuest, revokeApiKey, startTestApp, type TestApp } from './helpers.ts';
@@ -14,7 +15,15 @@ const TOKEN = 'operator-token-0123456789';
 let t: TestApp;
 
 beforeAll(async () => {
-  t = await startTestApp({ env: { ADMIN_TOKEN: TOKEN, TRUST_PROXY: 'true', RATE_LIMIT_AUTH_FAILURES_MAX: '5' } });
+  t = await startTestApp({
+    env: {
+      ADMIN_TOKEN: TOKEN,
+      TRUST_PROXY: 'true',
+      RATE_LIMIT_AUTH_FAILURES_MAX: '5',
+      WEBHOOK_SECRET_KEY: randomBytes(32).toString('hex'),
+      WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
+    },
+  });
 });
 afterAll(async () => {
   await t?.close();
@@ -178,5 +187,36 @@ describe('console CSRF and roles', () => {
       payload: form({ name: 'x' }),
     });
     expect(post.statusCode).toBe(401);
+  });
+});
+
+describe('console webhooks', () => {
+  it('adds an endpoint (secret shown once), shows its log, replays and deletes it', async () => {
+    const owner = await createOwner(t.sql);
+    const { cookie } = await signIn(owner.apiKey);
+    const list = await t.app.inject({ url: '/console/webhooks', headers: { cookie: cookie! } });
+    expect(list.statusCode).toBe(200);
+    const post = (url: string, fields: Record<string, string>) =>
+      t.app.inject({
+        method: 'POST',
+        url,
+        headers: { cookie: cookie!, 'content-type': 'application/x-www-form-urlencoded' },
+        payload: form({ _csrf: csrfOf(list)!, ...fields }),
+      });
+    const created = await post('/console/webhooks', { url: 'https://127.0.0.1:9/hook', description: 'orders' });
+    expect(created.statusCode).toBe(200);
+    expect(created.body).toMatch(/<code id="new-webhook-secret">whsec_[^<]+<\/code>/);
+    const id = /href="\/console\/webhooks\/(whe_[^"]+)"/.exec(created.body)![1]!;
+    const page = await t.app.inject({ url: `/console/webhooks/${id}`, headers: { cookie: cookie! } });
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('Delivery log');
+    expect(page.body).not.toContain('whsec_');
+    const replay = await post(`/console/webhooks/${id}/replay`, { since: '2026-01-01T00:00' });
+    expect(replay.statusCode).toBe(200);
+    expect(replay.body).toContain('queued for delivery again');
+    const deleted = await post(`/console/webhooks/${id}/delete`, {});
+    expect(deleted.statusCode).toBe(200);
+    expect(deleted.body).toContain('deleted');
+    expect((await t.app.inject({ url: `/console/webhooks/${id}`, headers: { cookie: cookie! } })).statusCode).toBe(404);
   });
 });
