@@ -138,8 +138,13 @@ describe.skipIf(!HAS_CHROMIUM)('the console in Chromium', () => {
       expect(await page.locator('#points-remaining').innerText()).toBe('95,050');
       await view(page, 'owner-upload-finished');
 
-      const [download] = await Promise.all([page.waitForEvent('download'), done.getByRole('link', { name: /Failed rows/ }).click()]);
-      const failed = readFileSync((await download.path())!, 'utf8').trim().split('\n');
+      const [download] = await Promise.all([
+        page.waitForEvent('download'),
+        done.getByRole('link', { name: /Failed rows/ }).click(),
+      ]);
+      const failed = readFileSync((await download.path())!, 'utf8')
+        .trim()
+        .split('\n');
       expect(failed[0]).toBe('row,address,points,error');
       expect(failed.slice(1).map((l) => l.split(',')[3])).toEqual(Array(10).fill('ACCOUNT_NOT_FOUND'));
       expect(failed.slice(1).map((l) => l.split(',')[1]!.toLowerCase())).toEqual(strangers.map((s) => s.toLowerCase()));
