@@ -6,7 +6,7 @@ import { assignPartitions, DomainError } from '@quest/domain';
 import { membersKey, partitionsKey, QueueStatsReader, reconcilerLastRunKey, redisConnection } from '@quest/queue';
 import type { FastifyInstance } from 'fastify';
 import { budgetBar, csrfField, fmt, type Html, html, when } from './html.ts';
-import type { ConsoleContext } from './plugin.ts';
+import type { ConsoleContext } from './context.ts';
 
 const operator = { config: { consoleRole: 'operator' as const } };
 

@@ -15,7 +15,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { batchSummary } from '../schemas/batches.ts';
 import { parseCreditCsv } from './csv.ts';
 import { barChart, budgetBar, csrfField, fmt, html, lineChart, when } from './html.ts';
-import type { ConsoleContext } from './plugin.ts';
+import type { ConsoleContext } from './context.ts';
 import { webhookRoutes } from './webhooks.ts';
 
 const owner = { config: { consoleRole: 'owner' as const } };

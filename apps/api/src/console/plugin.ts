@@ -1,41 +1,18 @@
 import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import { DomainError, STATUS_BY_CODE } from '@quest/domain';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { handleError, mapError } from '../errors.ts';
 import type { AuthFailureLimit } from '../rate-limits.ts';
 import type { RouteDeps } from '../types.ts';
 import { CONSOLE_CSS, CONSOLE_JS, FAVICON_SVG } from './assets.ts';
+import { CONSOLE_PATH, type ConsoleContext } from './context.ts';
 import { html, layout, type Viewer } from './html.ts';
 import { operatorRoutes } from './operator.ts';
 import { ownerRoutes } from './owner.ts';
 import { type ConsoleSession, ConsoleSessions, csrfMatches, SESSION_COOKIE } from './sessions.ts';
 
-export const CONSOLE_PATH = '/console';
-
-/** What the console's route files share. */
-export interface ConsoleContext {
-  deps: RouteDeps;
-  sessions: ConsoleSessions;
-  /** The request's session (set by the console's onRequest hook). */
-  session(request: FastifyRequest): ConsoleSession | undefined;
-  /** The signed-in owner, or the operator: what the guards let through to a route of that role. */
-  owner(request: FastifyRequest): ConsoleSession & { kind: 'owner' };
-  viewer(request: FastifyRequest): Viewer | undefined;
-  page(
-    reply: FastifyReply,
-    opts: { title: string; request: FastifyRequest; body: ReturnType<typeof html>; flash?: string; status?: number },
-  ): FastifyReply;
-}
-
-type Role = 'owner' | 'operator' | 'public';
-
-declare module 'fastify' {
-  interface FastifyContextConfig {
-    /** The console role a route needs; 'public' for sign-in and assets. */
-    consoleRole?: Role;
-  }
-}
+export { CONSOLE_PATH };
 
 const wantsJson = (request: FastifyRequest) =>
   request.url.startsWith(`${CONSOLE_PATH}/api/`) ||

@@ -1,7 +1,7 @@
 import { DomainError } from '@quest/domain';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { csrfField, fmt, type Html, html, when } from './html.ts';
-import type { ConsoleContext } from './plugin.ts';
+import type { ConsoleContext } from './context.ts';
 
 const owner = { config: { consoleRole: 'owner' as const } };
 const ENDPOINT_ID = /^whe_[A-Za-z0-9_-]{1,100}$/;
