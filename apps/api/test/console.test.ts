@@ -220,3 +220,40 @@ describe('console webhooks', () => {
     expect((await t.app.inject({ url: `/console/webhooks/${id}`, headers: { cookie: cookie! } })).statusCode).toBe(404);
   });
 });
+
+describe('console operator tools', () => {
+  it('switches a quest off and on, turns a feature flag off and on, and runs the audit', async () => {
+    const owner = await createOwner(t.sql);
+    const questId = await createQuest(t.sql, { ownerId: owner.id, name: 'Toggle me' });
+    const { cookie } = await signIn(TOKEN);
+    const page = await t.app.inject({ url: '/console/operator/quests', headers: { cookie: cookie! } });
+    const post = (url: string, fields: Record<string, string>) =>
+      t.app.inject({
+        method: 'POST',
+        url,
+        headers: { cookie: cookie!, 'content-type': 'application/x-www-form-urlencoded' },
+        payload: form({ _csrf: csrfOf(page)!, ...fields }),
+      });
+    const off = await post(`/console/operator/quests/${questId}/action-status`, { status: 'deactivated' });
+    expect(off.body).toContain('is now deactivated');
+    const [row] = await t.sql<{ action_status: string }[]>`select action_status from quests where id = ${questId}`;
+    expect(row!.action_status).toBe('deactivated');
+    expect((await post(`/console/operator/quests/${questId}/action-status`, { status: 'active' })).body).toContain(
+      'is now active',
+    );
+
+    expect((await post('/console/operator/flags', { feature: 'campaigns', enabled: 'false' })).body).toContain(
+      'campaigns turned off',
+    );
+    const [flag] = await t.sql<{ enabled: boolean }[]>`select enabled from feature_flags where name = 'campaigns'`;
+    expect(flag!.enabled).toBe(false);
+    expect((await post('/console/operator/flags', { feature: 'campaigns', enabled: 'true' })).body).toContain(
+      'campaigns turned on',
+    );
+    expect((await post('/console/operator/flags', { feature: 'nope', enabled: 'true' })).statusCode).toBe(400);
+
+    const audit = await t.app.inject({ url: '/console/operator/audit?run=1', headers: { cookie: cookie! } });
+    expect(audit.statusCode).toBe(200);
+    expect(audit.body).toContain('The ledger is consistent');
+  });
+});

@@ -1,8 +1,9 @@
-import { deleteConsoleSessionsOfKey } from '@quest/db';
-import { createQuest, listQuests } from '@quest/db/catalog';
+import { deleteConsoleSessionsOfKey, FEATURES, type Feature, getFeatureFlags, setFeatureFlags } from '@quest/db';
+import { audit } from '@quest/db/audit';
+import { createQuest, listQuests, setQuestActionStatus } from '@quest/db/catalog';
 import { createApiKey, listApiKeys, revokeKey } from '@quest/db/keys';
 import { createOwner, listOwners } from '@quest/db/owners';
-import { assignPartitions, DomainError } from '@quest/domain';
+import { ACTION_STATUSES, type ActionStatus, assignPartitions, DomainError } from '@quest/domain';
 import { membersKey, partitionsKey, QueueStatsReader, reconcilerLastRunKey, redisConnection } from '@quest/queue';
 import type { FastifyInstance } from 'fastify';
 import { budgetBar, csrfField, fmt, type Html, html, when } from './html.ts';
@@ -143,11 +144,16 @@ export function operatorRoutes(app: FastifyInstance, ctx: ConsoleContext): void 
       </section>
       <h2>Quests</h2>
       <div class="table-wrap"><table>
-        <thead><tr><th scope="col">Quest</th><th scope="col" class="opt">Owner</th><th scope="col" class="opt">Window</th><th scope="col">Budget</th></tr></thead>
+        <thead><tr><th scope="col">Quest</th><th scope="col" class="opt">Owner</th><th scope="col" class="opt">Window</th><th scope="col">Budget</th><th scope="col">Action status</th></tr></thead>
         <tbody>${quests.items.map(
           (q) => html`<tr><td>${q.name} <span class="muted">#${q.id}</span></td><td class="opt mono">${q.ownerId}</td>
             <td class="opt">${when(q.startAt)} → ${when(q.endAt)}</td>
-            <td>${budgetBar(q.pointsRemaining, q.totalPoints, `Points remaining of quest ${q.name}`)}</td></tr>`,
+            <td>${budgetBar(q.pointsRemaining, q.totalPoints, `Points remaining of quest ${q.name}`)}</td>
+            <td>${q.actionStatus}
+              <form method="post" action="/console/operator/quests/${q.id}/action-status" class="inline">${csrfField(viewer)}
+                <input type="hidden" name="status" value="${q.actionStatus === 'active' ? 'deactivated' : 'active'}">
+                <button type="submit" class="link" aria-label="${q.actionStatus === 'active' ? 'Deactivate' : 'Activate'} quest ${q.name}">${q.actionStatus === 'active' ? 'Deactivate' : 'Activate'}</button>
+              </form></td></tr>`,
         )}</tbody>
       </table></div>`;
   }
@@ -169,6 +175,73 @@ export function operatorRoutes(app: FastifyInstance, ctx: ConsoleContext): void 
     request.log.info({ console: 'quest created', questId: quest.id }, 'console: quest created');
     const note = html`<p class="flash" role="status">Quest <strong>${quest.name}</strong> created with id ${quest.id} and a budget of ${fmt(quest.totalPoints)} points.</p>`;
     return ctx.page(reply, { title: 'Quests', request, body: await questsPage(request, note) });
+  });
+
+  app.post('/operator/quests/:questId/action-status', operator, async (request, reply) => {
+    const questId = Number((request.params as { questId: string }).questId);
+    const status = field((request.body ?? {}) as Form, 'status') as ActionStatus;
+    if (!ACTION_STATUSES.includes(status))
+      throw new DomainError('VALIDATION_FAILED', `Status must be one of ${ACTION_STATUSES.join(', ')}.`);
+    const quest = await setQuestActionStatus(deps.sql, questId, status);
+    request.log.info({ console: 'quest action status', questId: quest.id, status }, 'console: quest action status set');
+    const note = html`<p class="flash" role="status">Quest <strong>${quest.name}</strong> is now ${quest.actionStatus}.</p>`;
+    return ctx.page(reply, { title: 'Quests', request, body: await questsPage(request, note) });
+  });
+
+  async function flagsPage(request: Parameters<ConsoleContext['viewer']>[0], note?: Html): Promise<Html> {
+    const viewer = ctx.viewer(request)!;
+    const flags = await getFeatureFlags(deps.sql);
+    return html`${note ?? ''}<p>Switched-off features answer 400 on their routes within seconds, on every API process.</p>
+      <div class="table-wrap"><table><thead><tr><th scope="col">Feature</th><th scope="col">State</th><th scope="col">Change</th></tr></thead>
+      <tbody>${FEATURES.map(
+        (f) => html`<tr><td>${f}</td><td>${flags[f] ? 'on' : 'off'}</td><td>
+          <form method="post" action="/console/operator/flags" class="inline">${csrfField(viewer)}
+            <input type="hidden" name="feature" value="${f}"><input type="hidden" name="enabled" value="${flags[f] ? 'false' : 'true'}">
+            <button type="submit" class="${flags[f] ? 'danger' : ''}" aria-label="Turn ${f} ${flags[f] ? 'off' : 'on'}">Turn ${flags[f] ? 'off' : 'on'}</button>
+          </form></td></tr>`,
+      )}</tbody></table></div>`;
+  }
+
+  app.get('/operator/flags', operator, async (request, reply) =>
+    ctx.page(reply, { title: 'Feature flags', request, body: await flagsPage(request) }),
+  );
+
+  app.post('/operator/flags', operator, async (request, reply) => {
+    const form = (request.body ?? {}) as Form;
+    const feature = field(form, 'feature') as Feature;
+    if (!FEATURES.includes(feature)) throw new DomainError('VALIDATION_FAILED', `Feature must be one of ${FEATURES.join(', ')}.`);
+    const enabled = field(form, 'enabled') === 'true';
+    await setFeatureFlags(deps.sql, { [feature]: enabled });
+    request.log.info({ console: 'feature flag', feature, enabled }, 'console: feature flag set');
+    const note = html`<p class="flash" role="status">${feature} turned ${enabled ? 'on' : 'off'}.</p>`;
+    return ctx.page(reply, { title: 'Feature flags', request, body: await flagsPage(request, note) });
+  });
+
+  app.get('/operator/audit', operator, async (request, reply) => {
+    const run = (request.query as { run?: string }).run === '1';
+    let result: Html = html``;
+    if (run) {
+      const report = await audit(deps.sql, { limit: 20 });
+      const c = report.checked;
+      const rows = [
+        ...report.quests.map(
+          (q) => html`<li>Quest ${q.questId}: ${q.problems.join('; ')} (discrepancy ${fmt(q.discrepancy)})</li>`,
+        ),
+        ...report.accounts.map((a) => html`<li>Account <code>${a.pass}</code>: ${a.problems.join('; ')}</li>`),
+        ...report.payouts.map((p) => html`<li>Payout <code>${p.payoutId}</code>: ${p.problems.join('; ')}</li>`),
+      ];
+      result = html`<section class="panel" role="status" aria-labelledby="audit-result-h">
+        <h2 id="audit-result-h">${report.ok ? 'The ledger is consistent' : 'The ledger has violations'}</h2>
+        <p>Checked ${fmt(c.quests)} quests, ${fmt(c.accounts)} accounts, ${fmt(c.payouts)} payouts (${fmt(c.pointsPaidOut)} points)
+          and ${fmt(c.reversals)} reversals (${fmt(c.pointsReversed)} points).</p>
+        ${report.ok ? '' : html`<p class="error">Violations: ${fmt(report.violations.quests)} quests, ${fmt(report.violations.accounts)} accounts, ${fmt(report.violations.payouts)} payouts.</p><ul>${rows}</ul>`}
+      </section>`;
+    }
+    const body = html`<p>The audit checks every quest's budget against its payouts and reversals, every account's balance,
+        and that no payout is reversed beyond its amount (as <code>quest-admin audit</code> does). It reads the whole ledger.</p>
+      <form method="get" action="/console/operator/audit"><input type="hidden" name="run" value="1">
+        <button type="submit">Run the audit</button></form>${result}`;
+    return ctx.page(reply, { title: 'Audit', request, body });
   });
 
   app.get('/operator/pool', operator, async (request, reply) => {
