@@ -59,6 +59,7 @@ function watch(page: Page, base: string, problems: string[]) {
 
 /** Screenshot the page into test-results/console/ and check it with axe: no serious or critical violation. */
 async function view(page: Page, name: string) {
+  const started = Date.now();
   await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
   await page.evaluate(AXE);
   const violations = (await page.evaluate(
@@ -68,6 +69,7 @@ async function view(page: Page, name: string) {
     violations.filter((v) => v.impact === 'serious' || v.impact === 'critical'),
     `${name}: serious accessibility violations`,
   ).toEqual([]);
+  if (process.env.CONSOLE_TEST_TIMES) console.log(`${name}: ${Date.now() - started} ms`);
 }
 
 async function signIn(page: Page, base: string, secret: string) {
@@ -86,10 +88,12 @@ describe.skipIf(!HAS_CHROMIUM)('the console in Chromium', () => {
       const unknown = `sk_${'x'.repeat(owner.apiKey.length - 3)}`;
       const messages: string[] = [];
       for (const secret of [unknown, 'not-a-key']) {
-        await page.getByLabel('API key (or operator token)').fill(secret);
+        // With the keyboard alone: the field has the focus, Enter submits.
+        await page.getByLabel('API key (or operator token)').focus();
+        await page.keyboard.type(secret);
         const [response] = await Promise.all([
           page.waitForResponse((r) => r.url().endsWith('/console/sign-in') && r.request().method() === 'POST'),
-          page.getByRole('button', { name: 'Sign in' }).click(),
+          page.keyboard.press('Enter'),
         ]);
         expect(response.status()).toBe(401);
         messages.push(await page.getByRole('alert').innerText());
@@ -129,6 +133,11 @@ describe.skipIf(!HAS_CHROMIUM)('the console in Chromium', () => {
       await page.getByRole('heading', { name: 'Summer drop' }).waitFor();
       expect(await page.locator('#points-remaining').innerText()).toBe('100,000');
       await view(page, 'owner-quest');
+      // On a phone: the same page, nothing wider than the screen (wide tables scroll on their own).
+      await page.setViewportSize({ width: 390, height: 844 });
+      expect(await page.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).toBe(true);
+      await page.screenshot({ path: join(SHOTS, 'owner-quest-phone.png'), fullPage: true });
+      await page.setViewportSize({ width: 1100, height: 900 });
 
       await page.locator('#csv').setInputFiles(csv);
       await page.getByRole('button', { name: 'Upload and credit' }).click();
@@ -164,6 +173,10 @@ describe.skipIf(!HAS_CHROMIUM)('the console in Chromium', () => {
       await page.getByRole('status').filter({ hasText: 'Reversed 5 points' }).waitFor();
       expect(await page.locator('#points-remaining').innerText()).toBe('95,055');
       await view(page, 'owner-reversed');
+
+      await page.getByRole('link', { name: 'Webhooks' }).click();
+      await page.getByRole('heading', { name: 'Webhooks' }).waitFor();
+      await view(page, 'owner-webhooks');
       expect(problems).toEqual([]);
     } finally {
       await context.close();
@@ -207,6 +220,14 @@ describe.skipIf(!HAS_CHROMIUM)('the console in Chromium', () => {
       await page.getByRole('heading', { name: 'Worker pool' }).waitFor();
       expect(await page.locator('main').innerText()).toMatch(/1 live worker/);
       await view(page, 'operator-pool');
+
+      await page.getByRole('link', { name: 'Flags' }).click();
+      await page.getByRole('button', { name: 'Turn campaigns off' }).waitFor();
+      await view(page, 'operator-flags');
+      await page.getByRole('link', { name: 'Audit' }).click();
+      await page.getByRole('button', { name: 'Run the audit' }).click();
+      await page.getByRole('heading', { name: 'The ledger is consistent' }).waitFor();
+      await view(page, 'operator-audit');
       expect(problems).toEqual([]);
     } finally {
       await context.close();

@@ -197,7 +197,7 @@ export function operatorRoutes(app: FastifyInstance, ctx: ConsoleContext): void 
         (f) => html`<tr><td>${f}</td><td>${flags[f] ? 'on' : 'off'}</td><td>
           <form method="post" action="/console/operator/flags" class="inline">${csrfField(viewer)}
             <input type="hidden" name="feature" value="${f}"><input type="hidden" name="enabled" value="${flags[f] ? 'false' : 'true'}">
-            <button type="submit" class="${flags[f] ? 'danger' : ''}" aria-label="Turn ${f} ${flags[f] ? 'off' : 'on'}">Turn ${flags[f] ? 'off' : 'on'}</button>
+            <button type="submit" class="${flags[f] ? 'danger' : ''}">Turn ${f} ${flags[f] ? 'off' : 'on'}</button>
           </form></td></tr>`,
       )}</tbody></table></div>`;
   }

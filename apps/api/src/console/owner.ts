@@ -71,7 +71,7 @@ export function ownerRoutes(app: FastifyInstance, ctx: ConsoleContext): void {
     const search = typeof query.address === 'string' ? query.address.trim() : '';
     const address = search ? passAddressLowerSchema.safeParse(search) : undefined;
     const [payouts, batches, activity] = await Promise.all([
-      address && !address.success ? [] : listRecentPayouts(deps.sql, quest.id, { address: address?.data, limit: 50 }),
+      address && !address.success ? [] : listRecentPayouts(deps.sql, quest.id, { address: address?.data, limit: 25 }),
       listQuestBatches(deps.sql, quest.id, 20),
       questActivity(deps.sql, quest.id, 60),
     ]);
