@@ -257,3 +257,16 @@ describe('console operator tools', () => {
     expect(audit.body).toContain('The ledger is consistent');
   });
 });
+
+describe('console and the API document', () => {
+  it('keeps the console out of /openapi.json, and /console leads to the sign-in page', async () => {
+    const doc = (await t.app.inject({ url: '/openapi.json' })).json() as { paths: Record<string, unknown> };
+    expect(Object.keys(doc.paths).filter((p) => p.startsWith('/console'))).toEqual([]);
+    expect(Object.keys(doc.paths)).toContain('/quests/{questId}');
+    for (const url of ['/console', '/console/']) {
+      const res = await t.app.inject({ url });
+      expect(res.statusCode).toBe(303);
+      expect(res.headers.location).toBe('/console/sign-in');
+    }
+  });
+});

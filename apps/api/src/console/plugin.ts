@@ -45,6 +45,10 @@ export async function consolePlugin(app: FastifyInstance, opts: { deps: RouteDep
   const sessions = new ConsoleSessions(deps.sql, deps.config.ADMIN_TOKEN);
   const bySession = new WeakMap<FastifyRequest, ConsoleSession>();
 
+  // Pages, not API: none of the console's routes is in the OpenAPI document.
+  app.addHook('onRoute', (route) => {
+    route.schema = { ...route.schema, hide: true };
+  });
   await app.register(cookie);
   await app.register(formbody, { bodyLimit: 64 * 1024 });
   app.addContentTypeParser(
