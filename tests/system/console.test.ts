@@ -216,6 +216,15 @@ describe.skipIf(!HAS_CHROMIUM)('the console in Chromium', () => {
       await page.getByRole('button', { name: `Revoke key ${displayPrefix(first)} of ${name}` }).click();
       await page.getByRole('status').filter({ hasText: 'revoked' }).waitFor();
 
+      // Account import: the file goes up with a progress bar; the counts come back.
+      const addresses = join(mkdtempSync(join(tmpdir(), 'console-')), 'accounts.csv');
+      writeFileSync(addresses, `address\n${randomAddress()}\n${randomAddress()}\nnot-an-address\n`);
+      await page.getByRole('link', { name: 'Accounts' }).click();
+      await page.getByLabel('File of addresses').setInputFiles(addresses);
+      await page.getByRole('button', { name: 'Import accounts' }).click();
+      await page.getByRole('status').filter({ hasText: '2 accounts created, 0 already there, 1 invalid (lines 4)' }).waitFor();
+      await view(page, 'operator-accounts');
+
       await page.getByRole('link', { name: 'Pool' }).click();
       await page.getByRole('heading', { name: 'Worker pool' }).waitFor();
       expect(await page.locator('main').innerText()).toMatch(/1 live worker/);

@@ -270,3 +270,54 @@ describe('console and the API document', () => {
     }
   });
 });
+
+describe('console campaigns and accounts', () => {
+  it('creates a campaign and a quest in it, and imports accounts from a file', async () => {
+    const owner = await createOwner(t.sql);
+    const { cookie } = await signIn(TOKEN);
+    const page = await t.app.inject({ url: '/console/operator/campaigns', headers: { cookie: cookie! } });
+    expect(page.statusCode).toBe(200);
+    const csrf = csrfOf(page)!;
+    const post = (url: string, fields: Record<string, string>) =>
+      t.app.inject({
+        method: 'POST',
+        url,
+        headers: { cookie: cookie!, 'content-type': 'application/x-www-form-urlencoded' },
+        payload: form({ _csrf: csrf, ...fields }),
+      });
+    const window = { startAt: '2026-01-01T00:00', endAt: '2030-01-01T00:00' };
+    const campaign = await post('/console/operator/campaigns', { name: 'Spring', ...window });
+    expect(campaign.body).toContain('Campaign <strong>Spring</strong> created');
+    const campaignId = /created with id (\d+)/.exec(campaign.body)![1]!;
+    const quest = await post('/console/operator/quests', {
+      ownerId: owner.id,
+      campaignId,
+      name: 'In spring',
+      totalPoints: '1000',
+      expectedPointsPerCompletion: '10',
+      ...window,
+    });
+    expect(quest.body).toContain('created with id');
+    const [row] = await t.sql<{ campaign_id: number }[]>`select campaign_id from quests where name = 'In spring'`;
+    expect(row!.campaign_id).toBe(Number(campaignId));
+
+    const a = '0x52908400098527886E0F7030069857D2E4169EE7';
+    const b = '0xde709f2102306220921060314715629080e2fb77';
+    const imported = await t.app.inject({
+      method: 'POST',
+      url: '/console/operator/accounts/import',
+      headers: { cookie: cookie!, 'content-type': 'text/csv', 'x-csrf-token': csrf },
+      payload: `address\n${a}\n${b},x\nnot-an-address\n${a}\n`,
+    });
+    expect(imported.statusCode).toBe(200);
+    expect(imported.json()).toMatchObject({ created: 2, invalid: 1, invalidRows: [{ line: 4 }] });
+    const refused = await t.app.inject({
+      method: 'POST',
+      url: '/console/operator/accounts/import',
+      headers: { cookie: cookie!, 'content-type': 'text/csv' },
+      payload: `${a}\n`,
+    });
+    expect(refused.statusCode).toBe(400);
+    expect(refused.json().code).toBe('VALIDATION_FAILED');
+  });
+});

@@ -102,6 +102,43 @@ export const CONSOLE_JS = `
 
   document.querySelectorAll('[data-batch-url]').forEach(watchBatch);
 
+  // Account import (operator): the file as text/csv, then the counts the server answers.
+  var importForm = document.getElementById('import');
+  if (importForm) {
+    var importInput = importForm.querySelector('input[type=file]');
+    var importProgress = document.getElementById('import-progress');
+    var importMessage = document.getElementById('import-message');
+    importForm.addEventListener('submit', function (event) {
+      event.preventDefault();
+      var file = importInput.files && importInput.files[0];
+      importMessage.textContent = '';
+      if (!file) { importMessage.setAttribute('role', 'alert'); importMessage.textContent = 'Choose a file first.'; return; }
+      var xhr = new XMLHttpRequest();
+      xhr.open('POST', importForm.action);
+      xhr.setRequestHeader('content-type', 'text/csv');
+      xhr.setRequestHeader('x-csrf-token', csrf);
+      xhr.setRequestHeader('accept', 'application/json');
+      importProgress.hidden = false; importProgress.value = 0; importProgress.max = file.size || 1;
+      xhr.upload.onprogress = function (e) { if (e.lengthComputable) { importProgress.max = e.total; importProgress.value = e.loaded; } };
+      xhr.onerror = function () { importMessage.setAttribute('role', 'alert'); importMessage.textContent = 'The upload failed: the server could not be reached.'; };
+      xhr.onload = function () {
+        var body = null;
+        try { body = JSON.parse(xhr.responseText); } catch (e) { body = null; }
+        if (xhr.status >= 400 || !body) {
+          importMessage.setAttribute('role', 'alert');
+          importMessage.textContent = 'The import was refused: ' + (body && body.message ? body.message : 'HTTP ' + xhr.status);
+          return;
+        }
+        importProgress.value = importProgress.max;
+        importMessage.setAttribute('role', 'status');
+        importMessage.textContent = 'Imported: ' + fmt(body.created) + ' accounts created, ' + fmt(body.skipped) + ' already there, ' + fmt(body.invalid) + ' invalid' +
+          (body.invalidRows && body.invalidRows.length ? ' (lines ' + body.invalidRows.map(function (r) { return r.line; }).join(', ') + ')' : '') + '.';
+        importForm.reset();
+      };
+      xhr.send(file);
+    });
+  }
+
   var upload = document.getElementById('upload');
   if (upload) {
     var fileInput = upload.querySelector('input[type=file]');

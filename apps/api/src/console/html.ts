@@ -55,7 +55,7 @@ export function layout(opts: { title: string; viewer?: Viewer | undefined; body:
         ${
           viewer.kind === 'owner'
             ? html`<a href="/console/quests">My quests</a><a href="/console/webhooks">Webhooks</a>`
-            : html`<a href="/console/operator">Owners &amp; keys</a><a href="/console/operator/quests">Quests</a><a href="/console/operator/pool">Pool</a><a href="/console/operator/flags">Flags</a><a href="/console/operator/audit">Audit</a><a href="/admin/queues">Queue console</a>`
+            : html`<a href="/console/operator">Owners &amp; keys</a><a href="/console/operator/campaigns">Campaigns</a><a href="/console/operator/quests">Quests</a><a href="/console/operator/accounts">Accounts</a><a href="/console/operator/pool">Pool</a><a href="/console/operator/flags">Flags</a><a href="/console/operator/audit">Audit</a><a href="/admin/queues">Queue console</a>`
         }
         <span class="who">${viewer.kind === 'operator' ? 'Operator' : viewer.name}</span>
         <form method="post" action="/console/sign-out" class="inline">

@@ -1,6 +1,7 @@
 import { deleteConsoleSessionsOfKey, FEATURES, type Feature, getFeatureFlags, setFeatureFlags } from '@quest/db';
 import { audit } from '@quest/db/audit';
-import { createQuest, listQuests, setQuestActionStatus } from '@quest/db/catalog';
+import { importAccounts } from '@quest/db/accounts';
+import { createCampaign, createQuest, listCampaigns, listQuests, setQuestActionStatus } from '@quest/db/catalog';
 import { createApiKey, listApiKeys, revokeKey } from '@quest/db/keys';
 import { createOwner, listOwners } from '@quest/db/owners';
 import { ACTION_STATUSES, type ActionStatus, assignPartitions, DomainError } from '@quest/domain';
@@ -121,7 +122,11 @@ export function operatorRoutes(app: FastifyInstance, ctx: ConsoleContext): void 
 
   async function questsPage(request: Parameters<ConsoleContext['viewer']>[0], note?: Html): Promise<Html> {
     const viewer = ctx.viewer(request)!;
-    const [owners, quests] = await Promise.all([listOwners(deps.sql, { limit: 500 }), listQuests(deps.sql, { limit: 500 })]);
+    const [owners, quests, campaigns] = await Promise.all([
+      listOwners(deps.sql, { limit: 500 }),
+      listQuests(deps.sql, { limit: 500 }),
+      listCampaigns(deps.sql, { limit: 500 }),
+    ]);
     const now = new Date();
     const inAMonth = new Date(now.getTime() + 30 * 86_400_000);
     return html`${note ?? ''}
@@ -132,6 +137,10 @@ export function operatorRoutes(app: FastifyInstance, ctx: ConsoleContext): void 
           <label for="quest-owner">Owner</label>
           <select id="quest-owner" name="ownerId" required>${owners.items.map(
             (o) => html`<option value="${o.id}">${o.name} (${o.id})</option>`,
+          )}</select>
+          <label for="quest-campaign">Campaign (optional)</label>
+          <select id="quest-campaign" name="campaignId"><option value="">None</option>${campaigns.items.map(
+            (c) => html`<option value="${c.id}">${c.name} (#${c.id})</option>`,
           )}</select>
           <label for="quest-name">Name</label><input id="quest-name" name="name" type="text" required maxlength="200">
           <label for="quest-total">Total points</label><input id="quest-total" name="totalPoints" type="number" min="1" required>
@@ -164,8 +173,10 @@ export function operatorRoutes(app: FastifyInstance, ctx: ConsoleContext): void 
 
   app.post('/operator/quests', operator, async (request, reply) => {
     const form = (request.body ?? {}) as Form;
+    const campaign = field(form, 'campaignId');
     const quest = await createQuest(deps.sql, {
       ownerId: field(form, 'ownerId'),
+      campaignId: campaign === '' ? null : intField(form, 'campaignId', 'Campaign'),
       name: field(form, 'name'),
       totalPoints: intField(form, 'totalPoints', 'Total points'),
       expectedPointsPerCompletion: intField(form, 'expectedPointsPerCompletion', 'Expected points per completion'),
@@ -242,6 +253,84 @@ export function operatorRoutes(app: FastifyInstance, ctx: ConsoleContext): void 
       <form method="get" action="/console/operator/audit"><input type="hidden" name="run" value="1">
         <button type="submit">Run the audit</button></form>${result}`;
     return ctx.page(reply, { title: 'Audit', request, body });
+  });
+
+  async function campaignsPage(request: Parameters<ConsoleContext['viewer']>[0], note?: Html): Promise<Html> {
+    const viewer = ctx.viewer(request)!;
+    const campaigns = await listCampaigns(deps.sql, { limit: 500 });
+    const now = new Date();
+    return html`${note ?? ''}
+      <section class="panel" aria-labelledby="new-campaign-h">
+        <h2 id="new-campaign-h">New campaign</h2>
+        <form method="post" action="/console/operator/campaigns" class="stack">
+          ${csrfField(viewer)}
+          <label for="campaign-name">Name</label><input id="campaign-name" name="name" type="text" required maxlength="200">
+          <label for="campaign-description">Description (optional)</label>
+          <input id="campaign-description" name="description" type="text" maxlength="2000">
+          <label for="campaign-start">Start (UTC)</label><input id="campaign-start" name="startAt" type="datetime-local" value="${localValue(now)}" required>
+          <label for="campaign-end">End (UTC)</label>
+          <input id="campaign-end" name="endAt" type="datetime-local" value="${localValue(new Date(now.getTime() + 30 * 86_400_000))}" required>
+          <div><button type="submit">Create campaign</button></div>
+        </form>
+      </section>
+      <h2>Campaigns</h2>
+      ${
+        campaigns.items.length === 0
+          ? html`<p class="muted">No campaigns yet.</p>`
+          : html`<div class="table-wrap"><table>
+        <thead><tr><th scope="col">Campaign</th><th scope="col" class="opt">Window</th><th scope="col" class="num">Quests</th><th scope="col">Active</th></tr></thead>
+        <tbody>${campaigns.items.map(
+          (
+            c,
+          ) => html`<tr><td>${c.name} <span class="muted">#${c.id}</span></td><td class="opt">${when(c.startAt)} → ${when(c.endAt)}</td>
+            <td class="num">${fmt(c.quests)}</td><td>${c.isActive ? 'yes' : 'no'}</td></tr>`,
+        )}</tbody></table></div>`
+      }`;
+  }
+
+  app.get('/operator/campaigns', operator, async (request, reply) =>
+    ctx.page(reply, { title: 'Campaigns', request, body: await campaignsPage(request) }),
+  );
+
+  app.post('/operator/campaigns', operator, async (request, reply) => {
+    const form = (request.body ?? {}) as Form;
+    const campaign = await createCampaign(deps.sql, {
+      name: field(form, 'name'),
+      description: field(form, 'description'),
+      startAt: dateField(form, 'startAt', 'Start'),
+      endAt: dateField(form, 'endAt', 'End'),
+    });
+    request.log.info({ console: 'campaign created', campaignId: campaign.id }, 'console: campaign created');
+    const note = html`<p class="flash" role="status">Campaign <strong>${campaign.name}</strong> created with id ${campaign.id}.</p>`;
+    return ctx.page(reply, { title: 'Campaigns', request, body: await campaignsPage(request, note) });
+  });
+
+  app.get('/operator/accounts', operator, async (request, reply) => {
+    const body = html`<p>Create the accounts that credits go to from a file of pass addresses, one per line (a header line
+        and further columns after the first are ignored). Existing accounts are skipped, so a file can be imported again.</p>
+      <form id="import" method="post" action="/console/operator/accounts/import" class="stack">
+        <label for="accounts-file">File of addresses</label>
+        <input id="accounts-file" name="file" type="file" accept=".csv,.txt,text/csv,text/plain" required>
+        <div><button type="submit">Import accounts</button></div>
+        <progress id="import-progress" hidden max="1" value="0" aria-label="Upload progress"></progress>
+        <p id="import-message" aria-live="polite"></p>
+      </form>`;
+    return ctx.page(reply, { title: 'Account import', request, body });
+  });
+
+  app.post('/operator/accounts/import', operator, async (request) => {
+    if (typeof request.body !== 'string') throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'Send the file as text/csv.');
+    const rows = request.body
+      .replace(/^\uFEFF/, '')
+      .split(/\r?\n/)
+      .map((line, i) => ({ line: i + 1, value: (line.split(',')[0] ?? '').trim().replace(/^"(.*)"$/, '$1') }))
+      .filter((r, i) => r.value !== '' && !(i === 0 && !/^0x/i.test(r.value)));
+    const result = await importAccounts(deps.sql, rows, { maxInvalidRows: 20 });
+    request.log.info(
+      { console: 'accounts imported', created: result.created, invalid: result.invalid },
+      'console: accounts imported',
+    );
+    return result;
   });
 
   app.get('/operator/pool', operator, async (request, reply) => {
