@@ -1,82 +1,22 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
 import { displayPrefix } from '@quest/domain';
 import { describe, expect } from 'vitest';
-import { createAccounts, randomAddress, REPO_ROOT, systemTest } from '@quest/testing';
+import { createAccounts, randomAddress } from '@quest/testing';
+import { ADMIN_TOKEN, consoleTest, HAS_CHROMIUM, openContext, screenshot, signIn, view } from './console-browser.ts';
 
 /**
- * The console's journeys in a real browser: Debian's Chromium driven by playwright-core (no
- * browser download; `.ci/run` installs it), against the real API and a worker. An owner signs in,
+ * The console's journeys in a real browser (see console-browser.ts), against the real API and a
+ * worker. An owner signs in,
  * sees a quest's remaining points, uploads a 1,000-row CSV and watches it finish, downloads its
  * failed rows, reverses a payout and sees the budget return; an operator creates an owner, a
  * quest and a key; a wrong key is refused. Every view is screenshotted into
- * test-results/console/ and checked with axe (no serious or critical violation), and no page
- * loads anything from another origin or logs an error (a CSP violation would).
+ * test-results/console/ and checked with axe, and no page loads anything from another origin or
+ * logs an error. The other views: console-views.test.ts.
  */
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const HAS_CHROMIUM = existsSync(CHROMIUM);
-if (!HAS_CHROMIUM) console.warn(`console browser test skipped: no Chromium at ${CHROMIUM} (apt-get install -y chromium)`);
-
-const ADMIN_TOKEN = 'console-operator-token-0123456789';
-const SHOTS = join(REPO_ROOT, 'test-results', 'console');
-const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-
-const test = systemTest({ workers: 1, partitions: 2, env: { ADMIN_TOKEN } }).extend(
-  'browser',
-  { scope: 'file' },
-  // biome-ignore lint/correctness/noEmptyPattern: vitest reads a fixture's dependencies from this pattern
-  async ({}, { onCleanup }) => {
-    mkdirSync(SHOTS, { recursive: true });
-    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
-    onCleanup(() => browser.close());
-    return browser;
-  },
-);
-
-/** A fresh browser context (no cookies) whose pages record requests elsewhere and errors. */
-async function openContext(browser: Browser, base: string) {
-  const context = await browser.newContext({ acceptDownloads: true, viewport: { width: 1100, height: 900 } });
-  const problems: string[] = [];
-  context.on('page', (page) => watch(page, base, problems));
-  const page = await context.newPage();
-  return { context, page, problems };
-}
-
-function watch(page: Page, base: string, problems: string[]) {
-  page.on('request', (r) => {
-    if (!r.url().startsWith(base) && !r.url().startsWith('data:')) problems.push(`request elsewhere: ${r.url()}`);
-  });
-  page.on('console', (m) => {
-    // The refused sign-in is a 401 document: Chromium logs the status, which is the point of that step.
-    if (m.type() === 'error' && !/status of 401/.test(m.text())) problems.push(`console: ${m.text()}`);
-  });
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-}
-
-/** Screenshot the page into test-results/console/ and check it with axe: no serious or critical violation. */
-async function view(page: Page, name: string) {
-  const started = Date.now();
-  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
-  await page.evaluate(AXE);
-  const violations = (await page.evaluate(
-    `axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(' ')) })))`,
-  )) as { id: string; impact: string; nodes: string[] }[];
-  expect(
-    violations.filter((v) => v.impact === 'serious' || v.impact === 'critical'),
-    `${name}: serious accessibility violations`,
-  ).toEqual([]);
-  if (process.env.CONSOLE_TEST_TIMES) console.log(`${name}: ${Date.now() - started} ms`);
-}
-
-async function signIn(page: Page, base: string, secret: string) {
-  await page.goto(`${base}/console/`);
-  await page.getByLabel('API key (or operator token)').fill(secret);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-}
+const test = consoleTest({ workers: 1, partitions: 2 });
 
 describe.skipIf(!HAS_CHROMIUM)('the console in Chromium', () => {
   test('a wrong key is refused without saying whether it exists', async ({ system, browser, owner }) => {
@@ -136,7 +76,7 @@ describe.skipIf(!HAS_CHROMIUM)('the console in Chromium', () => {
       // On a phone: the same page, nothing wider than the screen (wide tables scroll on their own).
       await page.setViewportSize({ width: 390, height: 844 });
       expect(await page.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).toBe(true);
-      await page.screenshot({ path: join(SHOTS, 'owner-quest-phone.png'), fullPage: true });
+      await screenshot(page, 'owner-quest-phone');
       await page.setViewportSize({ width: 1100, height: 900 });
 
       await page.locator('#csv').setInputFiles(csv);
@@ -174,9 +114,6 @@ describe.skipIf(!HAS_CHROMIUM)('the console in Chromium', () => {
       expect(await page.locator('#points-remaining').innerText()).toBe('95,055');
       await view(page, 'owner-reversed');
 
-      await page.getByRole('link', { name: 'Webhooks' }).click();
-      await page.getByRole('heading', { name: 'Webhooks' }).waitFor();
-      await view(page, 'owner-webhooks');
       expect(problems).toEqual([]);
     } finally {
       await context.close();
@@ -216,27 +153,6 @@ describe.skipIf(!HAS_CHROMIUM)('the console in Chromium', () => {
       await page.getByRole('button', { name: `Revoke key ${displayPrefix(first)} of ${name}` }).click();
       await page.getByRole('status').filter({ hasText: 'revoked' }).waitFor();
 
-      // Account import: the file goes up with a progress bar; the counts come back.
-      const addresses = join(mkdtempSync(join(tmpdir(), 'console-')), 'accounts.csv');
-      writeFileSync(addresses, `address\n${randomAddress()}\n${randomAddress()}\nnot-an-address\n`);
-      await page.getByRole('link', { name: 'Accounts' }).click();
-      await page.getByLabel('File of addresses').setInputFiles(addresses);
-      await page.getByRole('button', { name: 'Import accounts' }).click();
-      await page.getByRole('status').filter({ hasText: '2 accounts created, 0 already there, 1 invalid (lines 4)' }).waitFor();
-      await view(page, 'operator-accounts');
-
-      await page.getByRole('link', { name: 'Pool' }).click();
-      await page.getByRole('heading', { name: 'Worker pool' }).waitFor();
-      expect(await page.locator('main').innerText()).toMatch(/1 live worker/);
-      await view(page, 'operator-pool');
-
-      await page.getByRole('link', { name: 'Flags' }).click();
-      await page.getByRole('button', { name: 'Turn campaigns off' }).waitFor();
-      await view(page, 'operator-flags');
-      await page.getByRole('link', { name: 'Audit' }).click();
-      await page.getByRole('button', { name: 'Run the audit' }).click();
-      await page.getByRole('heading', { name: 'The ledger is consistent' }).waitFor();
-      await view(page, 'operator-audit');
       expect(problems).toEqual([]);
     } finally {
       await context.close();
