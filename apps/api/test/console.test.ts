@@ -242,6 +242,22 @@ describe('console operator tools', () => {
       'is now active',
     );
 
+    const edit = await t.app.inject({ url: `/console/operator/quests/${questId}/window`, headers: { cookie: cookie! } });
+    expect(edit.statusCode).toBe(200);
+    expect(edit.body).toContain('Toggle me');
+    const moved = await post(`/console/operator/quests/${questId}/window`, {
+      startAt: '2027-01-01T00:00',
+      endAt: '2027-02-01T12:30',
+    });
+    expect(moved.body).toContain('now runs 2027-01-01 00:00:00 UTC → 2027-02-01 12:30:00 UTC');
+    const [window] = await t.sql<{ start_at: Date; end_at: Date }[]>`select start_at, end_at from quests where id = ${questId}`;
+    expect(window!.end_at.toISOString()).toBe('2027-02-01T12:30:00.000Z');
+    const inverted = await post(`/console/operator/quests/${questId}/window`, {
+      startAt: '2027-03-01T00:00',
+      endAt: '2027-02-01T00:00',
+    });
+    expect(inverted.statusCode).toBe(400);
+
     expect((await post('/console/operator/flags', { feature: 'campaigns', enabled: 'false' })).body).toContain(
       'campaigns turned off',
     );

@@ -1,7 +1,7 @@
-import { deleteConsoleSessionsOfKey, FEATURES, type Feature, getFeatureFlags, setFeatureFlags } from '@quest/db';
+import { deleteConsoleSessionsOfKey, FEATURES, type Feature, getFeatureFlags, getOwnerQuest, setFeatureFlags } from '@quest/db';
 import { audit } from '@quest/db/audit';
 import { importAccounts } from '@quest/db/accounts';
-import { createCampaign, createQuest, listCampaigns, listQuests, setQuestActionStatus } from '@quest/db/catalog';
+import { createCampaign, createQuest, listCampaigns, listQuests, setQuestActionStatus, setQuestWindow } from '@quest/db/catalog';
 import { createApiKey, listApiKeys, revokeKey } from '@quest/db/keys';
 import { createOwner, listOwners } from '@quest/db/owners';
 import { ACTION_STATUSES, type ActionStatus, assignPartitions, DomainError } from '@quest/domain';
@@ -156,7 +156,8 @@ export function operatorRoutes(app: FastifyInstance, ctx: ConsoleContext): void 
         <thead><tr><th scope="col">Quest</th><th scope="col" class="opt">Owner</th><th scope="col" class="opt">Window</th><th scope="col">Budget</th><th scope="col">Action status</th></tr></thead>
         <tbody>${quests.items.map(
           (q) => html`<tr><td>${q.name} <span class="muted">#${q.id}</span></td><td class="opt mono">${q.ownerId}</td>
-            <td class="opt">${when(q.startAt)} → ${when(q.endAt)}</td>
+            <td class="opt">${when(q.startAt)} → ${when(q.endAt)}
+              <a href="/console/operator/quests/${q.id}/window" aria-label="Edit the window of quest ${q.name}">Edit</a></td>
             <td>${budgetBar(q.pointsRemaining, q.totalPoints, `Points remaining of quest ${q.name}`)}</td>
             <td>${q.actionStatus}
               <form method="post" action="/console/operator/quests/${q.id}/action-status" class="inline">${csrfField(viewer)}
@@ -196,6 +197,34 @@ export function operatorRoutes(app: FastifyInstance, ctx: ConsoleContext): void 
     const quest = await setQuestActionStatus(deps.sql, questId, status);
     request.log.info({ console: 'quest action status', questId: quest.id, status }, 'console: quest action status set');
     const note = html`<p class="flash" role="status">Quest <strong>${quest.name}</strong> is now ${quest.actionStatus}.</p>`;
+    return ctx.page(reply, { title: 'Quests', request, body: await questsPage(request, note) });
+  });
+
+  app.get('/operator/quests/:questId/window', operator, async (request, reply) => {
+    const viewer = ctx.viewer(request)!;
+    const questId = Number((request.params as { questId: string }).questId);
+    const quest =
+      Number.isSafeInteger(questId) && questId > 0 && questId < 2 ** 31 ? await getOwnerQuest(deps.sql, questId) : undefined;
+    if (!quest) throw new DomainError('QUEST_NOT_FOUND');
+    const body = html`<p>Quest <strong>${quest.name}</strong> (#${quest.id}). Credits are accepted from the start (inclusive) to the
+        end (exclusive); the next decision follows the new window.</p>
+      <form method="post" action="/console/operator/quests/${quest.id}/window" class="stack">
+        ${csrfField(viewer)}
+        <label for="window-start">Start (UTC)</label>
+        <input id="window-start" name="startAt" type="datetime-local" value="${localValue(quest.startAt)}" required>
+        <label for="window-end">End (UTC)</label>
+        <input id="window-end" name="endAt" type="datetime-local" value="${localValue(quest.endAt)}" required>
+        <div><button type="submit">Save window</button> <a href="/console/operator/quests" class="button secondary">Cancel</a></div>
+      </form>`;
+    return ctx.page(reply, { title: 'Edit a quest window', request, body });
+  });
+
+  app.post('/operator/quests/:questId/window', operator, async (request, reply) => {
+    const questId = Number((request.params as { questId: string }).questId);
+    const form = (request.body ?? {}) as Form;
+    const quest = await setQuestWindow(deps.sql, questId, dateField(form, 'startAt', 'Start'), dateField(form, 'endAt', 'End'));
+    request.log.info({ console: 'quest window', questId: quest.id }, 'console: quest window set');
+    const note = html`<p class="flash" role="status">Quest <strong>${quest.name}</strong> now runs ${when(quest.startAt)} → ${when(quest.endAt)}.</p>`;
     return ctx.page(reply, { title: 'Quests', request, body: await questsPage(request, note) });
   });
 
