@@ -131,6 +131,10 @@ describe('console sign-in', () => {
     expect(res.statusCode).toBe(401);
     expect(res.json().code).toBe('INVALID_API_KEY');
     expect((await t.app.inject({ url: `/console/quests/${questId}`, headers: { cookie: cookie! } })).statusCode).toBe(200);
+    // The console's hooks stay in its own context: no CSP, no session lookup on the API's routes.
+    const api = await t.request({ url: `/quests/${questId}`, headers: { 'x-api-key': owner.apiKey, cookie: cookie! } });
+    expect(api.statusCode).toBe(200);
+    expect(api.headers['content-security-policy']).toBeUndefined();
   });
 
   it("answers another owner's quest as not found", async () => {

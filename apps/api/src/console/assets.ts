@@ -79,8 +79,18 @@ export const CONSOLE_JS = `
     var failedLink = row.querySelector('[data-failed-link]');
     function tick() {
       fetch(url, { headers: { accept: 'application/json' }, credentials: 'same-origin' })
-        .then(function (res) { if (!res.ok) throw new Error('HTTP ' + res.status); return res.json(); })
+        .then(function (res) {
+          // A refusal (the session ended, the batch is gone) does not get better by asking again.
+          if (res.status >= 400 && res.status < 500) {
+            row.removeAttribute('data-batch-url');
+            text.textContent = res.status === 401 ? 'Your session ended: sign in again to follow this batch.' : 'This batch cannot be followed (HTTP ' + res.status + ').';
+            return null;
+          }
+          if (!res.ok) throw new Error('HTTP ' + res.status);
+          return res.json();
+        })
         .then(function (body) {
+          if (!body) return;
           var b = body.batch;
           bar.max = b.total; bar.value = b.processed;
           text.textContent = fmt(b.processed) + ' of ' + fmt(b.total) + ' processed, ' + fmt(b.succeeded) + ' credited, ' + fmt(b.failed) + ' failed';
