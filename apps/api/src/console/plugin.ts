@@ -28,8 +28,16 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
  */
 function sameOrigin(request: FastifyRequest): boolean {
   const origin = request.headers.origin;
-  if (typeof origin === 'string' && origin !== 'null') return origin === `${request.protocol}://${request.host}`;
   if (origin === 'null') return false;
+  if (typeof origin === 'string') {
+    // The host alone: behind a proxy that terminates TLS without TRUST_PROXY, the page's origin is
+    // https:// while this process sees http://, and no browser lets a page forge its Origin.
+    try {
+      return new URL(origin).host === request.host;
+    } catch {
+      return false;
+    }
+  }
   const site = request.headers['sec-fetch-site'];
   return site === undefined || site === 'same-origin' || site === 'none';
 }
