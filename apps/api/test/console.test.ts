@@ -131,6 +131,14 @@ describe('console sign-in', () => {
     expect(res.statusCode).toBe(401);
     expect(res.json().code).toBe('INVALID_API_KEY');
     expect((await t.app.inject({ url: `/console/quests/${questId}`, headers: { cookie: cookie! } })).statusCode).toBe(200);
+    for (const [period, bucket] of [
+      ['24h', 'Credits per 15 minutes'],
+      ['7d', 'Credits per 2 hours'],
+    ]) {
+      const page = await t.app.inject({ url: `/console/quests/${questId}?period=${period}`, headers: { cookie: cookie! } });
+      expect(page.statusCode).toBe(200);
+      expect(page.body).toContain(bucket);
+    }
     // The console's hooks stay in its own context: no CSP, no session lookup on the API's routes.
     const api = await t.request({ url: `/quests/${questId}`, headers: { 'x-api-key': owner.apiKey, cookie: cookie! } });
     expect(api.statusCode).toBe(200);

@@ -175,33 +175,35 @@ export async function listBatchRejections(
   return rows.map((r) => ({ index: r.item_index, address: r.address, points: Number(r.points), code: r.error_code }));
 }
 
-export interface MinuteActivity {
-  /** Start of the minute. */
-  minute: Date;
+export interface ActivityBucket {
+  /** Start of the bucket. */
+  start: Date;
   credits: number;
   points: number;
   reversed: number;
 }
 
 /**
- * A quest's payouts and reversals per minute over the last `minutes` minutes (minutes without
- * either are left out): credits per minute, and with the quest's points_remaining now, its budget
- * at the end of each minute.
+ * A quest's payouts and reversals in buckets of `bucketMinutes` over the last `minutes` minutes
+ * (buckets without either are left out): credits per bucket, and with the quest's points_remaining
+ * now, its budget at the end of each bucket.
  */
-export async function questActivity(sql: Sql, questId: number, minutes: number): Promise<MinuteActivity[]> {
-  const rows = await sql<{ minute: Date; credits: number; points: string; reversed: string }[]>`
+export async function questActivity(sql: Sql, questId: number, minutes: number, bucketMinutes = 1): Promise<ActivityBucket[]> {
+  const seconds = bucketMinutes * 60;
+  const rows = await sql<{ start: Date; credits: number; points: string; reversed: string }[]>`
     with p as (
-      select date_trunc('minute', created_at) as minute, count(*)::int as credits, sum(amount) as points
+      select to_timestamp(floor(extract(epoch from created_at) / ${seconds}) * ${seconds}) as start,
+             count(*)::int as credits, sum(amount) as points
       from payouts where quest_id = ${questId} and created_at > now() - make_interval(mins => ${minutes})
       group by 1
     ), r as (
-      select date_trunc('minute', created_at) as minute, sum(amount) as reversed
+      select to_timestamp(floor(extract(epoch from created_at) / ${seconds}) * ${seconds}) as start, sum(amount) as reversed
       from reversals where quest_id = ${questId} and created_at > now() - make_interval(mins => ${minutes})
       group by 1
     )
-    select coalesce(p.minute, r.minute) as minute, coalesce(p.credits, 0) as credits,
+    select coalesce(p.start, r.start) as start, coalesce(p.credits, 0) as credits,
            coalesce(p.points, 0)::text as points, coalesce(r.reversed, 0)::text as reversed
-    from p full join r on r.minute = p.minute
+    from p full join r on r.start = p.start
     order by 1`;
-  return rows.map((r) => ({ minute: r.minute, credits: r.credits, points: Number(r.points), reversed: Number(r.reversed) }));
+  return rows.map((r) => ({ start: r.start, credits: r.credits, points: Number(r.points), reversed: Number(r.reversed) }));
 }

@@ -41,6 +41,8 @@ button.link { background: none; border: none; padding: 0; text-decoration: under
 meter, progress { width: 14rem; max-width: 100%; height: 1.1rem; }
 .chart { width: 100%; height: auto; background: #fff; border: 1px solid var(--border); border-radius: 6px; }
 .chart text { font-size: 12px; fill: var(--muted); }
+.periods { display: flex; gap: .75rem; margin-bottom: .5rem; }
+.periods a[aria-current] { font-weight: 700; text-decoration: none; color: var(--fg); }
 .chart .line { fill: none; stroke: var(--accent); stroke-width: 2; vector-effect: non-scaling-stroke; }
 .chart .axis { stroke: var(--border); }
 .chart.bars rect { fill: var(--accent); }

@@ -20,6 +20,13 @@ import { webhookRoutes } from './webhooks.ts';
 
 const owner = { config: { consoleRole: 'owner' as const } };
 
+/** The periods a quest's charts cover, each in buckets of `bucket` minutes. */
+const PERIODS = [
+  { id: '1h', label: '1 h', minutes: 60, bucket: 1, bucketLabel: 'minute' },
+  { id: '24h', label: '24 h', minutes: 24 * 60, bucket: 15, bucketLabel: '15 minutes' },
+  { id: '7d', label: '7 days', minutes: 7 * 24 * 60, bucket: 120, bucketLabel: '2 hours' },
+] as const;
+
 /** A path's quest id; anything that is not one is a quest that does not exist. */
 export function intParam(value: unknown): number {
   if (typeof value !== 'string' || !/^[1-9]\d{0,8}$/.test(value)) throw new DomainError('QUEST_NOT_FOUND');
@@ -67,34 +74,38 @@ export function ownerRoutes(app: FastifyInstance, ctx: ConsoleContext): void {
 
   app.get('/quests/:questId', owner, async (request, reply) => {
     const { quest } = await ownQuest(request);
-    const query = request.query as { address?: string; reversed?: string; reversal?: string };
+    const query = request.query as { address?: string; reversed?: string; reversal?: string; period?: string };
+    const period = PERIODS.find((p) => p.id === query.period) ?? PERIODS[0]!;
     const search = typeof query.address === 'string' ? query.address.trim() : '';
     const address = search ? passAddressLowerSchema.safeParse(search) : undefined;
     const [payouts, batches, activity] = await Promise.all([
       address && !address.success ? [] : listRecentPayouts(deps.sql, quest.id, { address: address?.data, limit: 25 }),
       listQuestBatches(deps.sql, quest.id, 20),
-      questActivity(deps.sql, quest.id, 60),
+      questActivity(deps.sql, quest.id, period.minutes, period.bucket),
     ]);
     const now = new Date();
 
-    // Budget at the end of each minute of the last hour: now's, plus what was spent since.
+    // Budget at the end of each bucket of the period: now's, plus what was spent since.
+    const bucketMs = period.bucket * 60_000;
+    const startMs = now.getTime() - period.minutes * 60_000;
     let remaining = quest.pointsRemaining;
     const budget: { x: number; y: number }[] = [{ x: now.getTime(), y: remaining }];
     for (const m of [...activity].reverse()) {
-      budget.push({ x: m.minute.getTime() + 60_000, y: remaining });
+      budget.push({ x: Math.min(now.getTime(), m.start.getTime() + bucketMs), y: remaining });
       remaining += m.points - m.reversed;
-      budget.push({ x: m.minute.getTime(), y: remaining });
+      budget.push({ x: Math.max(startMs, m.start.getTime()), y: remaining });
     }
-    budget.push({ x: now.getTime() - 60 * 60_000, y: remaining });
+    budget.push({ x: startMs, y: remaining });
     budget.sort((a, b) => a.x - b.x);
-    // One bar per minute of the last hour, empty minutes included.
-    const hourAgo = Math.floor(now.getTime() / 60_000) - 59;
-    const byMinute = new Map(activity.map((m) => [Math.floor(m.minute.getTime() / 60_000), m.credits]));
-    const perMinute = Array.from({ length: 60 }, (_, i) => ({
-      label: when(new Date((hourAgo + i) * 60_000)),
-      value: byMinute.get(hourAgo + i) ?? 0,
+    // One bar per bucket of the period, empty ones included.
+    const first = Math.floor(startMs / bucketMs) + 1;
+    const count = Math.round(period.minutes / period.bucket);
+    const byBucket = new Map(activity.map((m) => [Math.floor(m.start.getTime() / bucketMs), m.credits]));
+    const perBucket = Array.from({ length: count }, (_, i) => ({
+      label: when(new Date((first + i) * bucketMs)),
+      value: byBucket.get(first + i) ?? 0,
     }));
-    const creditsLastHour = activity.reduce((n, m) => n + m.credits, 0);
+    const creditsInPeriod = activity.reduce((n, m) => n + m.credits, 0);
 
     let flash: string | undefined;
     if (query.reversed && /^\d+$/.test(query.reversed))
@@ -124,15 +135,24 @@ export function ownerRoutes(app: FastifyInstance, ctx: ConsoleContext): void {
             Action status: ${quest.actionStatus}.</p>
         </section>
         <section class="panel" aria-labelledby="chart-h">
-          <h2 id="chart-h">Budget, last hour</h2>
+          <h2 id="chart-h">Budget, last ${period.label}</h2>
+          <nav aria-label="Chart period" class="periods">${PERIODS.map((p) =>
+            p.id === period.id
+              ? html`<a href="?period=${p.id}" aria-current="page">${p.label}</a>`
+              : html`<a href="?period=${p.id}">${p.label}</a>`,
+          )}</nav>
           ${lineChart(budget, {
-            label: `Points remaining over the last hour, from ${fmt(budget[0]!.y)} to ${fmt(quest.pointsRemaining)} now`,
-            from: '1 h ago',
+            label: `Points remaining over the last ${period.label}, from ${fmt(budget[0]!.y)} to ${fmt(quest.pointsRemaining)} now`,
+            from: `${period.label} ago`,
             to: 'now',
           })}
-          <h2>Credits per minute</h2>
-          <p class="muted">${fmt(creditsLastHour)} credits in the last hour.</p>
-          ${barChart(perMinute, { label: `Credits per minute over the last hour: ${fmt(creditsLastHour)} in all`, from: '1 h ago', to: 'now' })}
+          <h2>Credits per ${period.bucketLabel}</h2>
+          <p class="muted">${fmt(creditsInPeriod)} credits in the last ${period.label}.</p>
+          ${barChart(perBucket, {
+            label: `Credits per ${period.bucketLabel} over the last ${period.label}: ${fmt(creditsInPeriod)} in all`,
+            from: `${period.label} ago`,
+            to: 'now',
+          })}
         </section>
       </div>
 
