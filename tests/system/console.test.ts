@@ -150,8 +150,15 @@ describe.skipIf(!HAS_CHROMIUM)('the console in Chromium', () => {
       issued = (await page.locator('#new-api-key').innerText()).trim();
       expect(issued).toMatch(/^sk_/);
       expect(issued).not.toBe(first);
+      // Revoking asks first.
+      const asked: string[] = [];
+      page.once('dialog', (dialog) => {
+        asked.push(dialog.message());
+        void dialog.accept();
+      });
       await page.getByRole('button', { name: `Revoke key ${displayPrefix(first)} of ${name}` }).click();
       await page.getByRole('status').filter({ hasText: 'revoked' }).waitFor();
+      expect(asked).toEqual([expect.stringMatching(/^Revoke key sk_/)]);
 
       expect(problems).toEqual([]);
     } finally {

@@ -114,6 +114,13 @@ export const CONSOLE_JS = `
 
   document.querySelectorAll('[data-batch-url]').forEach(watchBatch);
 
+  // Irreversible actions ask first (without the script they go ahead: the button says what it does).
+  document.querySelectorAll('form[data-confirm]').forEach(function (form) {
+    form.addEventListener('submit', function (event) {
+      if (!window.confirm(form.getAttribute('data-confirm'))) event.preventDefault();
+    });
+  });
+
   // Account import (operator): the file as text/csv, then the counts the server answers.
   var importForm = document.getElementById('import');
   if (importForm) {

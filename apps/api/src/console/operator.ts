@@ -74,7 +74,8 @@ export function operatorRoutes(app: FastifyInstance, ctx: ConsoleContext): void 
               <td>${
                 k.revokedAt
                   ? ''
-                  : html`<form method="post" action="/console/operator/keys/${k.id}/revoke" class="inline">${csrfField(viewer)}
+                  : html`<form method="post" action="/console/operator/keys/${k.id}/revoke" class="inline"
+                      data-confirm="Revoke key ${k.prefix}… of ${o.name}? Requests and console sessions with it stop at once.">${csrfField(viewer)}
                       <button type="submit" class="danger" aria-label="Revoke key ${k.prefix} of ${o.name}">Revoke</button></form>`
               }</td></tr>`,
             )}</tbody></table></div>

@@ -83,7 +83,8 @@ export function webhookRoutes(app: FastifyInstance, ctx: ConsoleContext): void {
           <input id="replay-since" name="since" type="datetime-local" value="${hourAgo}" required>
           <div><button type="submit" class="secondary">Replay</button></div>
         </form>
-        <form method="post" action="/console/webhooks/${id}/delete" class="stack panel">
+        <form method="post" action="/console/webhooks/${id}/delete" class="stack panel"
+          data-confirm="Delete the endpoint ${endpoint.url}? Deliveries to it stop.">
           ${csrfField(viewer)}
           <p>Deleting stops every delivery to this URL.</p>
           <div><button type="submit" class="danger">Delete endpoint</button></div>
