@@ -22,7 +22,9 @@ const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.mi
 
 /** systemTest with the operator token set, plus `browser` (per file). */
 export const consoleTest = (options: Omit<SystemOptions, 'db' | 'redis'>) =>
-  systemTest({ ...options, env: { ...options.env, ADMIN_TOKEN } }).extend(
+  // A reversal is answered once decided within ALLOCATION_WAIT_MS (else the page says it is queued):
+  // a generous wait keeps the journey about the console, not about a loaded machine's speed.
+  systemTest({ ...options, env: { ALLOCATION_WAIT_MS: '30000', ...options.env, ADMIN_TOKEN } }).extend(
     'browser',
     { scope: 'file' },
     // biome-ignore lint/correctness/noEmptyPattern: vitest reads a fixture's dependencies from this pattern
