@@ -59,7 +59,18 @@ export const workerEnvSchema = z.object({
   WORKER_LOCK_MS: intVar(4000, 1000, 600_000).meta({
     description:
       "BullMQ job lock: a dead worker's active job is taken over after it expires (stalled jobs are looked for every " +
-      'half of it).',
+      'quarter of it).',
+  }),
+  WORKER_PROBE_TIMEOUT_MS: intVar(1000, 50, 60_000).meta({
+    description:
+      'Deadline of the database probe the worker runs every heartbeat. Two missed in a row, or answers over 10× ' +
+      "slower than the other workers' for 3 heartbeats, and the worker leaves the pool until healthy again " +
+      '(see [Gray failures](operations.md#gray-failures)).',
+  }),
+  WORKER_STALL_RESTART_MS: intVar(10_000, 1000, 600_000).meta({
+    description:
+      'An owned partition with waiting jobs and none active whose consumer has fetched nothing this long gets a ' +
+      'fresh consumer.',
   }),
   ALLOCATION_RETRY_BASE_MS: intVar(100, 1, 60_000).meta({
     description: 'First pause after a transient database error (it doubles with each try).',

@@ -59,4 +59,12 @@ describe('the worker liveness file', () => {
     removeHealthFile(file);
     expect(checkHealthFile(file, renewed)).toMatchObject({ healthy: false });
   });
+
+  it('is unhealthy while the worker is out of the pool, however fresh, saying why', () => {
+    writeHealthFile(file, { ...record, partitions: [], out: 'left the pool: unreachable' });
+    expect(checkHealthFile(file, renewed + 10)).toEqual({
+      healthy: false,
+      reason: 'w1 is out of the pool: left the pool: unreachable',
+    });
+  });
 });

@@ -20,6 +20,8 @@ export interface HealthRecord {
   memberTtlMs: number;
   members: number;
   partitions: readonly number[];
+  /** Set while the worker is out of the pool (it cannot do the work): why. Unhealthy then. */
+  out?: string;
 }
 
 /** Write atomically (temp file + rename), so a reader never sees half a record. */
@@ -72,5 +74,6 @@ export function checkHealthFile(path: string, now: number, maxAgeMs?: number): H
       reason: `pool membership of ${record.memberId} last renewed ${ageMs} ms ago (limit ${limit} ms): the worker is hung or cannot reach Redis`,
     };
   }
+  if (record.out) return { healthy: false, reason: `${record.memberId} is out of the pool: ${record.out}` };
   return { healthy: true, ageMs, record };
 }

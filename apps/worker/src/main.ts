@@ -1,10 +1,17 @@
 import { pino } from 'pino';
 import { ConfigError, loadEnvironment, parseSecretKey } from '@quest/config';
-import { createSql, readReplicationState, synchronousReplicationProblems } from '@quest/db';
+import {
+  createSql,
+  endDepartedWorkerTransactions,
+  readReplicationState,
+  synchronousReplicationProblems,
+  workerApplicationName,
+} from '@quest/db';
 import { DatabaseConfigurationError, migrate, waitForDatabase } from '@quest/db/migrate';
 import {
   DeliveryQueue,
   PartitionPool,
+  type PoolBeat,
   producerConnection,
   ReplySender,
   redisConnection,
@@ -53,7 +60,7 @@ try {
 }
 const sql = createSql(config.DATABASE_URL, {
   max: config.DATABASE_POOL_MAX,
-  applicationName: `quest-worker ${config.WORKER_ID}`,
+  applicationName: workerApplicationName(config.WORKER_ID),
   idleInTransactionTimeoutMs: config.DB_IDLE_IN_TRANSACTION_TIMEOUT_MS,
   lockTimeoutMs: config.DB_LOCK_TIMEOUT_MS,
 });
@@ -84,10 +91,27 @@ const pool = new PartitionPool({
   heartbeatMs: config.WORKER_HEARTBEAT_MS,
   memberTtlMs: config.WORKER_MEMBER_TTL_MS,
   lockDurationMs: config.WORKER_LOCK_MS,
-  // Half the lock: a dead worker's job is taken over at most 1.5 locks after its last renewal.
-  stalledIntervalMs: Math.floor(config.WORKER_LOCK_MS / 2),
+  // A quarter of the lock: a dead or fenced worker's job is taken over at most 1.25 locks after
+  // its last renewal (one script per owned partition per check: cheap).
+  stalledIntervalMs: Math.floor(config.WORKER_LOCK_MS / 4),
   logger,
+  // The worker's own path to PostgreSQL, as its jobs use it: a member is one that can do the work.
+  probe: async () => {
+    await sql`select 1`;
+  },
+  probeTimeoutMs: config.WORKER_PROBE_TIMEOUT_MS,
+  stallRestartMs: config.WORKER_STALL_RESTART_MS,
   onHeartbeat: config.WORKER_HEALTH_FILE ? writeLiveness(config.WORKER_HEALTH_FILE) : undefined,
+  // A member gone (dead, fenced, or withdrawn) may still hold a quest's row lock in an open
+  // transaction: end it now rather than let the next owner wait for the idle-in-transaction timeout.
+  onMembersChanged: (members) => {
+    endDepartedWorkerTransactions(sql, members).then(
+      (ended) => {
+        if (ended.length) logger.warn({ sessions: ended }, "ended departed workers' open transactions");
+      },
+      (err: unknown) => logger.warn({ err }, "could not end departed workers' transactions"),
+    );
+  },
   replies,
   handlers: createHandlers({
     sql,
@@ -102,7 +126,7 @@ const pool = new PartitionPool({
 /** The healthcheck's evidence that this worker is still a live pool member (see health.ts). */
 function writeLiveness(file: string) {
   let failing = false;
-  return (beat: { at: Date; members: number; owned: readonly number[] }) => {
+  return (beat: PoolBeat) => {
     try {
       writeHealthFile(file, {
         memberId: config.WORKER_ID,
@@ -111,6 +135,7 @@ function writeLiveness(file: string) {
         memberTtlMs: config.WORKER_MEMBER_TTL_MS,
         members: beat.members,
         partitions: beat.owned,
+        ...(beat.member ? {} : { out: beat.reason ?? 'left the pool' }),
       });
       failing = false;
     } catch (err) {

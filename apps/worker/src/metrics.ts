@@ -60,8 +60,18 @@ export const webhookQueue = new Gauge({
   registers: [registry],
 });
 
-/** The pool's view, read at scrape time from memory (no Redis call); set by observePool. */
-let poolView: { pool: { owned: readonly number[]; memberCount: number }; workerId: string } | undefined;
+/** What the metrics read of the pool, at scrape time and from memory (no Redis call). */
+export interface PoolView {
+  owned: readonly number[];
+  memberCount: number;
+  health: { member: boolean; latencyMs: number };
+  fenced: Readonly<Record<'redis' | 'unreachable' | 'slow', number>>;
+  restarts: number;
+  stalledSeconds(): Map<number, number>;
+}
+
+/** The pool's view, set by observePool. */
+let poolView: { pool: PoolView; workerId: string } | undefined;
 
 export const poolMembers = new Gauge({
   name: 'quest_pool_members',
@@ -82,6 +92,60 @@ export const partitionsOwned = new Gauge({
   },
 });
 
+export const poolMember = new Gauge({
+  name: 'quest_pool_member',
+  help: 'Whether this worker is a pool member now (1), or out of the pool because it cannot do the work (0): its database probe fails, or answers far slower than its peers.',
+  registers: [registry],
+  collect() {
+    if (poolView) this.set(poolView.pool.health.member ? 1 : 0);
+  },
+});
+
+export const dbProbeSeconds = new Gauge({
+  name: 'quest_db_probe_seconds',
+  help: "Smoothed latency of this worker's database probe (one per heartbeat).",
+  registers: [registry],
+  collect() {
+    if (poolView) this.set(poolView.pool.health.latencyMs / 1000);
+  },
+});
+
+export const poolFenced = new Counter({
+  name: 'quest_pool_fenced_total',
+  help: 'Times this worker dropped its partitions because it could not do the work: redis = its membership was not renewed in time (it fenced itself before the TTL let others in); unreachable = its database probes failed; slow = its database answered it far slower than its peers.',
+  labelNames: ['reason'] as const,
+  registers: [registry],
+  collect() {
+    if (!poolView) return;
+    // The pool counts; a scrape copies its totals (a Counter cannot be set, so reset and add).
+    this.reset();
+    for (const [reason, n] of Object.entries(poolView.pool.fenced)) this.inc({ reason }, n);
+  },
+});
+
+export const partitionStalledSeconds = new Gauge({
+  name: 'quest_partition_stalled_seconds',
+  help: 'For each partition this worker owns: seconds since it last decided a job while jobs are waiting (0 when none wait). Alert when it stays above a few seconds.',
+  labelNames: ['partition'] as const,
+  registers: [registry],
+  collect() {
+    if (!poolView) return;
+    this.reset();
+    for (const [p, seconds] of poolView.pool.stalledSeconds()) this.set({ partition: String(p) }, seconds);
+  },
+});
+
+export const consumerRestarts = new Counter({
+  name: 'quest_partition_consumer_restarts_total',
+  help: 'Partition consumers this worker restarted because jobs waited and the consumer fetched none (WORKER_STALL_RESTART_MS).',
+  registers: [registry],
+  collect() {
+    if (!poolView) return;
+    this.reset();
+    this.inc(poolView.pool.restarts);
+  },
+});
+
 export const dbPoolConnections = new Gauge({
   name: 'quest_db_pool_connections',
   help: "This process's PostgreSQL sessions by state (from pg_stat_activity) and the pool size (state=max), sampled every METRICS_SAMPLE_MS.",
@@ -90,7 +154,7 @@ export const dbPoolConnections = new Gauge({
 });
 
 /** Report this pool's membership and ownership at each scrape. */
-export function observePool(pool: { owned: readonly number[]; memberCount: number }, workerId: string): void {
+export function observePool(pool: PoolView, workerId: string): void {
   poolView = { pool, workerId };
 }
 

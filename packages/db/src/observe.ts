@@ -69,3 +69,31 @@ export async function pendingWork(sql: Sql): Promise<PendingWork> {
     },
   };
 }
+
+/** A worker's PostgreSQL application_name (at most 63 bytes, as the server keeps it). */
+export const workerApplicationName = (workerId: string) => Buffer.from(`quest-worker ${workerId}`).subarray(0, 63).toString();
+
+/**
+ * End the open transactions of workers that are no longer pool members (`pg_terminate_backend`):
+ * a worker that left the pool, fenced itself, or lost its network mid-transaction still holds its
+ * quest's row lock, and the partition's next owner would wait for it until the server's
+ * idle-in-transaction timeout. Only sessions inside a transaction for over `minAgeMs` are ended
+ * (a worker that is just starting is never hit); a ledger transaction is atomic, so an ended one
+ * left nothing behind and its worker (if it lives) retries. Returns the ended sessions' names.
+ */
+export async function endDepartedWorkerTransactions(
+  sql: Sql,
+  liveWorkerIds: readonly string[],
+  minAgeMs = 1000,
+): Promise<string[]> {
+  const live = liveWorkerIds.map(workerApplicationName);
+  const rows = await sql<{ name: string; ended: boolean }[]>`
+    select application_name as name, pg_terminate_backend(pid) as ended
+      from pg_stat_activity
+     where datname = current_database()
+       and pid <> pg_backend_pid()
+       and application_name like 'quest-worker %'
+       and application_name <> all(${live}::text[])
+       and xact_start < now() - make_interval(secs => ${minAgeMs / 1000})`;
+  return rows.filter((r) => r.ended).map((r) => r.name);
+}

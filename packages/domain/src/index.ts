@@ -11,3 +11,4 @@ export * from './reversal.ts';
 export * from './views.ts';
 export * from './events.ts';
 export * from './webhooks.ts';
+export * from './pool-health.ts';

@@ -134,6 +134,19 @@ export interface JobContext {
   partition: number;
   /** First delivery and first try: no earlier attempt can have committed anything of it. */
   firstDelivery: boolean;
+  /**
+   * Aborted when the worker abandons the job (it left the pool or fenced itself): the handler stops
+   * retrying and throws `JobAbandoned`; the job's next owner runs it again.
+   */
+  signal?: AbortSignal;
+}
+
+/** A handler gave up a job its worker abandoned; nothing is answered for it (its next owner will). */
+export class JobAbandoned extends Error {
+  override readonly name = 'JobAbandoned';
+  constructor() {
+    super('job abandoned: this worker no longer owns its partition');
+  }
 }
 
 /** One handler per job of the catalogue: leaving one out does not compile. */

@@ -1,6 +1,7 @@
 import type { Job } from 'bullmq';
 import {
   isJobName,
+  JobAbandoned,
   type JobContext,
   type JobHandlers,
   type JobName,
@@ -35,7 +36,7 @@ export function jobProcessor(handlers: JobHandlers, deps: { replies?: ReplySende
       );
   };
 
-  return async (job: Job): Promise<unknown> => {
+  return async (job: Job, signal?: AbortSignal): Promise<unknown> => {
     try {
       if (!isJobName(job.name)) throw new Error(`unknown job name ${job.name}`);
       const data = JOBS[job.name].data.parse(job.data);
@@ -44,11 +45,16 @@ export function jobProcessor(handlers: JobHandlers, deps: { replies?: ReplySende
         partition: partitionOfQueueName(job.queueName ?? '') ?? -1,
         // A redelivered job (its worker died) or a retried one may have committed part of its work.
         firstDelivery: (job.attemptsStarted ?? 1) <= 1 && !job.stalledCounter,
+        ...(signal ? { signal } : {}),
       };
       const result = await (handlers[job.name] as AnyHandler)(data, context);
       reply(job, { ok: true, result } as JobReply<JobName>);
       return result;
     } catch (error) {
+      // Abandoned (the pool closed this partition's worker, see pool.ts): its next owner decides it
+      // and answers. Settle never: were BullMQ still to hold the lock, a rejection would record
+      // the job failed; a closed worker does not wait for it, and the job's lock simply lapses.
+      if (error instanceof JobAbandoned) return new Promise<never>(() => {});
       // The job fails in BullMQ: say so at once rather than let the waiter time out.
       reply(job, { ok: false, reason: error instanceof Error ? error.message : String(error) });
       throw error;

@@ -2,6 +2,7 @@ export * from './connection.ts';
 export * from './consumer.ts';
 export * from './names.ts';
 export * from './partitions.ts';
+export * from './membership.ts';
 export * from './pool.ts';
 export * from './producer.ts';
 export * from './stats.ts';

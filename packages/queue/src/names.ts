@@ -75,6 +75,10 @@ export function partitionOfQueueName(name: string): number | null {
 }
 
 export const membersKey = (prefix: string) => `${prefix}:{pool}:members`;
+/** Pub/sub channel on which a worker announces that it left or joined the pool (pool.ts). */
+export const poolChangedChannel = (prefix: string) => `${prefix}:{pool}:changed`;
+/** Each worker's last health report (pool.ts), beside the membership. */
+export const healthKey = (prefix: string) => `${prefix}:{pool}:health`;
 export const partitionsKey = (prefix: string) => `${prefix}:{pool}:partitions`;
 export const reconcilerLockKey = (prefix: string) => `${prefix}:{pool}:reconciler:lock`;
 export const reconcilerLastRunKey = (prefix: string) => `${prefix}:{pool}:reconciler:last`;

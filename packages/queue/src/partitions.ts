@@ -94,6 +94,12 @@ export class PartitionQueues {
     return toJobState(await job!.getState());
   }
 
+  /** Jobs of a partition waiting for their turn, and active (0 or 1: global concurrency 1). */
+  async backlog(partition: number): Promise<{ waiting: number; active: number }> {
+    const counts = await this.queues[partition]!.getJobCounts('wait', 'prioritized', 'active');
+    return { waiting: (counts.wait ?? 0) + (counts.prioritized ?? 0), active: counts.active ?? 0 };
+  }
+
   /** The id of the unfinished job holding deduplication id `id`, if any; a stale hold is released. */
   async deduplicatedJob(partition: number, id: string): Promise<string | undefined> {
     const queue = this.queues[partition]!;

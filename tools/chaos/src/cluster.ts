@@ -11,6 +11,7 @@ import { type PrivatePostgres, type PrivatePostgresPair, startPostgres, startPos
 import { type ServiceProcess, startApiProcess, startWorker } from '@quest/testing/processes';
 import { type PrivateRedis, startRedis } from '@quest/testing/redis';
 import { createAccounts, createQuests, randomAddress } from '@quest/testing/seed';
+import { startTcpFaultProxy, type TcpFaultProxy } from '@quest/testing/tcp-proxy';
 import { ownedPartitions, poolUnsettled } from '@quest/testing/workers';
 import type { ChaosWebhooks } from './webhooks.ts';
 
@@ -38,6 +39,8 @@ export interface ClusterOptions {
    */
   postgres?: 'single' | 'pair';
   env?: Record<string, string>;
+  /** The first worker reaches PostgreSQL and Redis through TCP fault proxies (`Cluster.proxies`). */
+  proxyFirstWorker?: boolean;
 }
 
 export const CHAOS_ENV: Record<string, string> = {
@@ -68,6 +71,8 @@ export class Cluster {
   accounts: `0x${string}`[] = [];
   /** The owner's webhook endpoint and its receiver, in the scenarios that subscribe one. */
   webhooks: ChaosWebhooks | undefined;
+  /** The first worker's paths to PostgreSQL and Redis, when the scenario asked for proxies. */
+  proxies: { pg: TcpFaultProxy; redis: TcpFaultProxy } | undefined;
   /** Moments a scenario records while it injects its fault (e.g. `promoted`), by name. */
   readonly marks = new Map<string, number>();
   private constructor(
@@ -115,7 +120,22 @@ export class Cluster {
       c.accounts = await createAccounts(c.sql, 50);
       c.apiPort = await freePort();
       await c.startApi();
-      for (let i = 0; i < opts.workers; i++) await c.startWorker(i === 0 ? opts.firstWorkerEnv : {});
+      if (opts.proxyFirstWorker) {
+        if (db.kind !== 'single') throw new Error('proxied workers run on a single PostgreSQL server');
+        const pg = new URL(url);
+        const rd = new URL(redis.url);
+        c.proxies = {
+          pg: await startTcpFaultProxy({ host: pg.hostname, port: Number(pg.port) }),
+          redis: await startTcpFaultProxy({ host: rd.hostname, port: Number(rd.port) }),
+        };
+      }
+      for (let i = 0; i < opts.workers; i++) {
+        const proxied: Record<string, string> =
+          i === 0 && c.proxies
+            ? { DATABASE_URL: c.proxies.pg.proxyUrl(url), REDIS_URL: c.proxies.redis.proxyUrl(redis.url) }
+            : {};
+        await c.startWorker({ ...(i === 0 ? opts.firstWorkerEnv : {}), ...proxied });
+      }
       await c.waitForPool();
       return c;
     } catch (err) {
@@ -245,6 +265,7 @@ export class Cluster {
       }),
     );
     await this.sql?.end({ timeout: 2 }).catch(() => {});
+    await Promise.all([this.proxies?.pg.close(), this.proxies?.redis.close()]);
     await Promise.all([this.redis.stop(), this.db.kind === 'pair' ? this.db.pair.stop() : this.db.pg.stop()]);
   }
 }

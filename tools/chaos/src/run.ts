@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { onExitCleanup } from '@quest/testing/exit';
+import { formatAvailability, measureAvailability } from './availability.ts';
 import { Cluster } from './cluster.ts';
 import { checkInvariants } from './invariants.ts';
 import { answerCounts, Load, type Op } from './load.ts';
@@ -52,6 +53,8 @@ export interface ScenarioResult {
    * the primary died (so decided on the new primary); undefined when none came.
    */
   resumeMs?: number;
+  /** Gray-failure scenarios: how soon every partition was served again, and any stall after the heal. */
+  availability?: string;
   credit?: string;
   /** Events, deliveries and duplicates, in the scenarios with a webhook receiver. */
   webhooks?: string;
@@ -99,6 +102,7 @@ export async function runScenario(
     redisPersistence: s.redis,
     postgres: s.postgres,
     firstWorkerEnv: s.firstWorkerEnv,
+    ...(s.proxied ? { proxyFirstWorker: true } : {}),
     ...(s.env ? { env: s.env } : {}),
   });
   const dir = mkdtempSync(join(tmpdir(), 'quest-chaos-credit-'));
@@ -128,6 +132,7 @@ export async function runScenario(
       () => deadline,
     );
     load.start();
+    const warmupFrom = Date.now();
     await sleep(profile.warmupMs);
 
     let credit: ReturnType<Cluster['admin']> | undefined;
@@ -167,6 +172,7 @@ export async function runScenario(
     const faultEnd = Date.now();
     log(`[${s.name}] injected in ${faultEnd - injectedAt} ms; load continues`);
     await sleep(profile.afterMs);
+    const loadEnd = Date.now();
     deadline = Date.now() + RESOLVE_BOUND_MS;
     await load.finish();
     log(`[${s.name}] load done: ${load.ops.length} requests`);
@@ -197,6 +203,11 @@ export async function runScenario(
       webhooksNote = checked.note;
       log(`[${s.name}] webhooks: ${checked.note}`);
     }
+    let availabilityNote: string | undefined;
+    if (s.proxied) {
+      availabilityNote = formatAvailability(await measureAvailability(cluster, { warmupFrom, injectedAt, faultEnd, loadEnd }));
+      log(`[${s.name}] ${availabilityNote}`);
+    }
     const counts = answerCounts(load.ops);
     if (dumpDir)
       writeFileSync(
@@ -219,6 +230,7 @@ export async function runScenario(
       ...counts,
       recoveryMs: recovery(load.ops, injectedAt, faultEnd),
       resumeMs,
+      ...(availabilityNote ? { availability: availabilityNote } : {}),
       credit: creditNote,
       ...(webhooksNote ? { webhooks: webhooksNote } : {}),
       violations,

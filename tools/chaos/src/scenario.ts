@@ -21,6 +21,11 @@ export interface Scenario {
   loadQuests?(c: Cluster): number[];
   /** One client op in this many reverses an earlier answered payout (absent: no reversals). */
   reverseEvery?: number;
+  /**
+   * The first worker reaches PostgreSQL and Redis through TCP fault proxies (`c.proxies`), and the
+   * result reports how well every partition was served through the fault (availability.ts).
+   */
+  proxied?: boolean;
   /** Run `quest-admin credit` through the fault. */
   credit: boolean;
   /** Inject the fault; `started()` marks the moment it took effect when the fault first waits for one. */

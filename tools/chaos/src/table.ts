@@ -8,7 +8,9 @@ export function formatTable(results: ScenarioResult[]): string {
   for (const r of results) {
     const v = r.violations.length === 0 ? '0' : `**${r.violations.length}**: ${summarize(r.violations)}`;
     const rec = r.recoveryMs === undefined ? 'never' : `${(r.recoveryMs / 1000).toFixed(1)} s`;
-    const resume = r.resumeMs === undefined ? '' : `; first 200 ${(r.resumeMs / 1000).toFixed(1)} s after the promotion`;
+    const resume =
+      (r.resumeMs === undefined ? '' : `; first 200 ${(r.resumeMs / 1000).toFixed(1)} s after the promotion`) +
+      (r.availability ? `; ${r.availability}` : '');
     lines.push(
       `| ${r.fault} | ${r.requests}${r.reversals ? ` (${r.reversals} reversals)` : ''} | ${r.s200} | ${r.s202} | ${r.s4xx} | ${r.s5xx} | ${r.errors} | ${rec}${resume} | ${r.credit ?? '–'} | ${r.webhooks ?? '–'} | ${v} |`,
     );

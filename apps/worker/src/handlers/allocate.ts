@@ -5,14 +5,18 @@ import { type HandlerDeps, withRetry } from './retry.ts';
 
 const FAILED: RequestOutcome = { status: 'failed', code: 'ALLOCATION_FAILED' };
 
-async function giveUp(deps: HandlerDeps, items: readonly RequestItem[]): Promise<RequestOutcome> {
+async function giveUp(deps: HandlerDeps, items: readonly RequestItem[], signal?: AbortSignal): Promise<RequestOutcome> {
   // The marker says failed (unless an outcome exists), so a client answered 202 sees it and may
   // retry with the same key; written with the same patience as the ledger itself.
-  await withRetry(deps, { keys: items.map((i) => i.key) }, () =>
-    markAllocationsFailed(
-      deps.sql,
-      items.map((i) => ({ ...i, enqueuedAt: i.enqueuedAt ?? 0 })),
-    ),
+  await withRetry(
+    deps,
+    { keys: items.map((i) => i.key) },
+    () =>
+      markAllocationsFailed(
+        deps.sql,
+        items.map((i) => ({ ...i, enqueuedAt: i.enqueuedAt ?? 0 })),
+      ),
+    signal,
   );
   return FAILED;
 }
@@ -60,20 +64,26 @@ export async function handleAllocate(deps: HandlerDeps, data: AllocateJobData, j
   };
   // On a job's first delivery and first try, only client-keyed items can have a stored outcome; a
   // redelivered job (its worker died), or any retry (a commit may have landed), reads them all.
-  const outcomes = await withRetry(deps, { jobId: job.id, items: items.length }, (retry) =>
-    applyRequests(deps.sql, items, { firstDelivery: job.firstDelivery && !retry }),
+  const outcomes = await withRetry(
+    deps,
+    { jobId: job.id, items: items.length },
+    (retry) => applyRequests(deps.sql, items, { firstDelivery: job.firstDelivery && !retry }),
+    job.signal,
   );
   if (outcomes) return done({ outcomes, worker: deps.workerId });
-  if (items.length === 1) return done({ outcomes: [await giveUp(deps, items)], worker: deps.workerId });
+  if (items.length === 1) return done({ outcomes: [await giveUp(deps, items, job.signal)], worker: deps.workerId });
   // A coalesced job carries other clients' requests: one item that cannot be applied must not fail
   // them all. Apply the items one by one, still in order, so only the culprit fails.
   const single: RequestOutcome[] = [];
   for (const item of items) {
     const [outcome] =
-      (await withRetry(deps, { jobId: job.id, key: item.key }, () =>
-        applyRequests(deps.sql, [item], { firstDelivery: false }),
+      (await withRetry(
+        deps,
+        { jobId: job.id, key: item.key },
+        () => applyRequests(deps.sql, [item], { firstDelivery: false }),
+        job.signal,
       )) ?? [];
-    single.push(outcome ?? (await giveUp(deps, [item])));
+    single.push(outcome ?? (await giveUp(deps, [item], job.signal)));
   }
   return done({ outcomes: single, worker: deps.workerId });
 }

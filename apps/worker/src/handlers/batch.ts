@@ -30,25 +30,30 @@ export async function handleBatch(deps: HandlerDeps, data: BatchJobData, job: Jo
     return result;
   };
   const load = () =>
-    withRetry(deps, { batchId }, async () => {
-      const row = await getBatchProgress(sql, batchId);
-      if (!row) throw Object.assign(new Error(`batch ${batchId} does not exist`), { code: 'BATCH_MISSING' });
-      return row;
-    });
+    withRetry(
+      deps,
+      { batchId },
+      async () => {
+        const row = await getBatchProgress(sql, batchId);
+        if (!row) throw Object.assign(new Error(`batch ${batchId} does not exist`), { code: 'BATCH_MISSING' });
+        return row;
+      },
+      job.signal,
+    );
   const fail = async (row: BatchRow) => {
-    await withRetry(deps, { batchId }, () => failBatch(sql, batchId));
+    await withRetry(deps, { batchId }, () => failBatch(sql, batchId), job.signal);
     return summary((await load()) ?? row, 'failed');
   };
 
   let row = await load();
   if (!row) return { batchId, status: 'failed', total: 0, succeeded: 0, failed: 0, worker: deps.workerId };
   if (row.status === 'completed') return summary(row, 'completed');
-  await withRetry(deps, { batchId }, () => startBatch(sql, batchId));
+  await withRetry(deps, { batchId }, () => startBatch(sql, batchId), job.signal);
 
   while (row.processed < row.total) {
     const start = row.processed;
     const end = Math.min(start + deps.batchChunkSize, row.total);
-    const stored = await withRetry(deps, { batchId, start }, () => getBatchItems(sql, batchId, start, end));
+    const stored = await withRetry(deps, { batchId, start }, () => getBatchItems(sql, batchId, start, end), job.signal);
     if (!stored || stored.addresses.length !== end - start) return fail(row);
     const items: LedgerItem[] = stored.addresses.map((address, n) => ({
       key: `${batchId}:${start + n}`,
@@ -59,7 +64,12 @@ export async function handleBatch(deps: HandlerDeps, data: BatchJobData, job: Jo
       itemIndex: start + n,
     }));
     try {
-      const applied = await withRetry(deps, { batchId, start }, () => applyBatchChunk(sql, { batchId, start, items }));
+      const applied = await withRetry(
+        deps,
+        { batchId, start },
+        () => applyBatchChunk(sql, { batchId, start, items }),
+        job.signal,
+      );
       if (!applied) return fail(row);
     } catch (error) {
       if (!(error instanceof BatchProgressMoved)) throw error;

@@ -1,3 +1,4 @@
+import { JobAbandoned } from '@quest/domain';
 import { BatchProgressMoved, classifyDbError, type Sql, withTimeout } from '@quest/db';
 
 export interface HandlerDeps {
@@ -16,7 +17,17 @@ export interface HandlerDeps {
   };
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Pause `ms`, or less when `signal` aborts meanwhile. */
+const pause = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
 
 /**
  * Run `fn` until it succeeds or fails for a reason that retrying cannot change. Anything else —
@@ -27,10 +38,17 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * ever answered failed because the database was away. A worker stopped meanwhile leaves the job
  * active; BullMQ hands it to another worker, at the head of the queue, once its lock expires.
  * `fn` is told whether an earlier attempt may have committed (then it must read stored outcomes).
- * Returns undefined only for a permanent error.
+ * Returns undefined only for a permanent error. Once `signal` aborts (the worker abandoned the job:
+ * it left the pool), no attempt starts any more: `JobAbandoned` is thrown instead.
  */
-export async function withRetry<T>(deps: HandlerDeps, what: object, fn: (retry: boolean) => Promise<T>): Promise<T | undefined> {
+export async function withRetry<T>(
+  deps: HandlerDeps,
+  what: object,
+  fn: (retry: boolean) => Promise<T>,
+  signal?: AbortSignal,
+): Promise<T | undefined> {
   for (let attempt = 1; ; attempt++) {
+    if (signal?.aborted) throw new JobAbandoned();
     try {
       return await withTimeout(fn(attempt > 1), deps.attemptTimeoutMs);
     } catch (error) {
@@ -40,10 +58,10 @@ export async function withRetry<T>(deps: HandlerDeps, what: object, fn: (retry: 
         case 'transient':
         case 'conflict':
         case 'configuration': {
-          const pause = Math.min(deps.retryMaxMs, deps.retryBaseMs * 2 ** Math.min(attempt - 1, 20));
+          const pauseMs = Math.min(deps.retryMaxMs, deps.retryBaseMs * 2 ** Math.min(attempt - 1, 20));
           const log = kind === 'configuration' ? deps.logger.error : deps.logger.warn;
-          log.call(deps.logger, { ...what, err: error, attempt, kind, pauseMs: pause }, `${kind} database error, retrying`);
-          await sleep(pause);
+          log.call(deps.logger, { ...what, err: error, attempt, kind, pauseMs }, `${kind} database error, retrying`);
+          await pause(pauseMs, signal);
           continue;
         }
         case 'permanent':

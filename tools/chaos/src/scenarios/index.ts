@@ -1,5 +1,6 @@
 import type { Scenario } from '../scenario.ts';
 import { apiSigkill } from './api-sigkill.ts';
+import { GRAY_SCENARIOS } from './gray.ts';
 import { pgRestartFast } from './pg-restart-fast.ts';
 import { pgStopImmediate } from './pg-stop-immediate.ts';
 import { primaryFailover } from './primary-failover.ts';
@@ -30,4 +31,5 @@ export const SCENARIOS: Scenario[] = [
   webhooksReceiverDown,
   webhooksWorkerSigkill,
   webhooksRedisFlushall,
+  ...GRAY_SCENARIOS,
 ];
