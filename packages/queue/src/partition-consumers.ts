@@ -221,7 +221,12 @@ export class PartitionConsumers {
     const active = c.active;
     c.abort.abort(new JobAbandoned());
     if (!active) return;
-    const settled = await Promise.race([active.settled.then(() => true), delay(this.opts.deadlineMs).then(() => false)]);
+    // Up to half the lock: an attempt that reaches its commit meanwhile rolls back and lets go (a
+    // slow path's transaction takes a few round trips); waiting longer gains nothing over the lapse.
+    const settled = await Promise.race([
+      active.settled.then(() => true),
+      delay(this.opts.lockDurationMs / 2).then(() => false),
+    ]);
     if (!settled || !active.token) return;
     await Promise.race([
       active.job.moveToWait(active.token).then(
