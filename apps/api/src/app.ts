@@ -7,6 +7,7 @@ import { createLogger } from './logger.ts';
 import { metricsPlugin } from './metrics.ts';
 import { registerOpenApi } from './openapi/document.ts';
 import { queueConsole } from './queue-console.ts';
+import { CONSOLE_PATH, consolePlugin } from './console/plugin.ts';
 import { registerRateLimits } from './rate-limits.ts';
 import { requestIdFor } from './request-id.ts';
 import { allocateRoute } from './routes/allocate.ts';
@@ -124,7 +125,7 @@ export async function buildApp(config: ApiConfig, given: ApiDeps): Promise<Fasti
       allowActions: config.ADMIN_QUEUE_ACTIONS,
     });
   }
-  const ownerItems = await registerRateLimits(app, config, given.redis);
+  const { ownerItems, authFailures } = await registerRateLimits(app, config, given.redis);
   const { sql, allocator, idempotency } = given;
   const deps: RouteDeps = {
     ...given,
@@ -159,6 +160,8 @@ export async function buildApp(config: ApiConfig, given: ApiDeps): Promise<Fasti
   await app.register(rotateWebhookSecretRoute, { deps });
   await app.register(replayWebhookEndpointRoute, { deps });
   await app.register(listWebhookDeliveriesRoute, { deps });
+  // The browser console: its own context (cookies, forms, HTML errors), nothing shared with the routes above.
+  await app.register(consolePlugin, { prefix: CONSOLE_PATH, deps, authFailures });
 
   return app as unknown as FastifyInstance;
 }

@@ -52,8 +52,10 @@ export const apiEnvSchema = z.object({
       'only if notifications are lost.',
   }),
   ADMIN_TOKEN: optionalVar(z.string().min(16, 'at least 16 characters').optional()).meta({
-    description: 'Operator token of the queue console at `/admin/queues`.',
-    defaultText: 'unset (no console)',
+    description:
+      'Operator token: of the queue console at `/admin/queues`, and the operator sign-in of the console at `/console` ' +
+      '(changing it ends operator sessions).',
+    defaultText: 'unset (no queue console, no operator sign-in)',
     boundsText: 'at least 16 characters',
   }),
   ADMIN_QUEUE_ACTIONS: boolVar(false).meta({

@@ -1,5 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import { classifyDbError } from '@quest/db';
+import { isAdminError } from '@quest/db/admin-errors';
 import { DEFAULT_MESSAGE, type ErrorCode, type ErrorResponse, isDomainError, STATUS_BY_CODE } from '@quest/domain';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
@@ -95,6 +96,14 @@ export function mapError(error: unknown): MappedError {
     return error.details === undefined
       ? { code: error.code, message: error.message }
       : { code: error.code, message: error.message, details: error.details };
+  }
+  // An operator's write refused by @quest/db's checks (the console's operator views).
+  if (isAdminError(error)) {
+    const code: ErrorCode =
+      error.code === 'QUEST_NOT_FOUND' || error.code === 'CAMPAIGN_NOT_FOUND' || error.code === 'WEBHOOK_ENDPOINT_NOT_FOUND'
+        ? error.code
+        : 'VALIDATION_FAILED';
+    return { code, message: error.message };
   }
   const e = (typeof error === 'object' && error !== null ? error : {}) as FrameworkErrorLike;
   if (Array.isArray(e.validation)) {

@@ -55,6 +55,44 @@ export class OwnerItemLimit {
   }
 }
 
+/**
+ * Failed authentications per client address, shared with the console's sign-in form: a wrong key
+ * typed into the form counts like a request answered INVALID_API_KEY, and once the address is over
+ * RATE_LIMIT_AUTH_FAILURES_MAX the form is refused (429) like a keyed request.
+ */
+export class AuthFailureLimit {
+  constructor(
+    readonly tally: WindowTally | undefined,
+    readonly prefix: string,
+    readonly max: number,
+  ) {}
+
+  #key(request: FastifyRequest) {
+    return `${this.prefix}:rl:authfail:${request.ip}`;
+  }
+
+  /** 429 RATE_LIMITED when the client's address has failed too often in the window. */
+  async check(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    if (!this.tally) return;
+    let failed: { count: number; resetMs: number };
+    try {
+      failed = await this.tally.read(this.#key(request));
+    } catch {
+      return;
+    }
+    if (failed.count >= this.max) refuse(reply, this.max, failed.resetMs, 'auth_failures');
+  }
+
+  async add(request: FastifyRequest): Promise<void> {
+    await this.tally?.add(this.#key(request)).catch(() => undefined);
+  }
+}
+
+export interface RateLimits {
+  ownerItems: OwnerItemLimit;
+  authFailures: AuthFailureLimit;
+}
+
 const hashKey = (key: string) => createHash('sha256').update(key).digest('base64url').slice(0, 22);
 
 /**
@@ -76,13 +114,13 @@ function leasedStore(budget: LeasedBudget) {
 }
 
 /** The limits other than the per-owner one, registered on `app` (before the routes). */
-export async function registerRateLimits(
-  app: FastifyInstance,
-  config: ApiConfig,
-  redis: Redis | undefined,
-): Promise<OwnerItemLimit> {
+export async function registerRateLimits(app: FastifyInstance, config: ApiConfig, redis: Redis | undefined): Promise<RateLimits> {
   const prefix = config.QUEUE_PREFIX;
-  if (!config.RATE_LIMITS_ENABLED) return new OwnerItemLimit(undefined, prefix);
+  if (!config.RATE_LIMITS_ENABLED)
+    return {
+      ownerItems: new OwnerItemLimit(undefined, prefix),
+      authFailures: new AuthFailureLimit(undefined, prefix, config.RATE_LIMIT_AUTH_FAILURES_MAX),
+    };
   const windowMs = config.RATE_LIMIT_WINDOW_MS;
   const store: BudgetStore = redis ? redisBudgetStore(redis) : memoryBudgetStore();
   const budget = (max: number) => new LeasedBudget(store, { max, windowMs });
@@ -130,5 +168,8 @@ export async function registerRateLimits(
     }
     return payload;
   });
-  return new OwnerItemLimit(budget(config.RATE_LIMIT_OWNER_ITEMS_MAX), prefix);
+  return {
+    ownerItems: new OwnerItemLimit(budget(config.RATE_LIMIT_OWNER_ITEMS_MAX), prefix),
+    authFailures: new AuthFailureLimit(failures, prefix, config.RATE_LIMIT_AUTH_FAILURES_MAX),
+  };
 }

@@ -10,3 +10,4 @@ export * from './replication.ts';
 export * from './account-payouts.ts';
 export * from './outbox.ts';
 export * from './webhooks.ts';
+export * from './console.ts';

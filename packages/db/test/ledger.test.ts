@@ -471,4 +471,28 @@ describe('applyRequests: reversals', () => {
     expect(await reversedOf(payoutId)).toEqual({ n: 14, sum: 98 });
     expect(await auditViolations(db.sql)).toEqual([]);
   });
+
+  it('a stale first-delivery attempt cannot decide again a key another attempt decided (conflict, then replay)', async () => {
+    const q = await quest({ total: 10 });
+    await db.sql`insert into accounts (pass_address) values (${addr(5157)})`;
+    const paying = item(q, 10, addr(5157));
+    const [first] = await applyRequests(db.sql, [paying], { firstDelivery: true });
+    expect(first).toMatchObject({ status: 'completed' });
+    // The same job's first delivery, resumed after the next owner decided it: it skips the stored
+    // outcome of a generated key and, the budget now spent, would store a rejection beside the payout.
+    const stale = await applyRequests(db.sql, [paying], { firstDelivery: true }).catch((e: unknown) => e);
+    expect(classifyDbError(stale)).toBe('conflict');
+    const [replayed] = await applyRequests(db.sql, [paying], { firstDelivery: false });
+    expect(replayed).toMatchObject({ status: 'completed', payout: { id: payoutIdOf(first) } });
+    expect(await db.sql`select 1 from allocation_rejections where quest_id = ${q}`).toHaveLength(0);
+
+    // Likewise a reversal applied, then refused by a stale attempt (the payout is now fully reversed).
+    const r = reversal(q, payoutIdOf(first));
+    expect((await applyRequests(db.sql, [r], { firstDelivery: true }))[0]).toMatchObject({ status: 'reversed' });
+    const staleReversal = await applyRequests(db.sql, [r], { firstDelivery: true }).catch((e: unknown) => e);
+    expect(classifyDbError(staleReversal)).toBe('conflict');
+    expect((await applyRequests(db.sql, [r], { firstDelivery: false }))[0]).toMatchObject({ status: 'reversed' });
+    expect(await db.sql`select 1 from reversal_rejections where quest_id = ${q}`).toHaveLength(0);
+    expect(await auditViolations(db.sql)).toEqual([]);
+  });
 });

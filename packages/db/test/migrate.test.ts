@@ -59,6 +59,7 @@ describe('migrate', () => {
       'api_keys',
       'batches',
       'campaigns',
+      'console_sessions',
       'events',
       'feature_flags',
       'migrations',

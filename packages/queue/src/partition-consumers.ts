@@ -209,24 +209,29 @@ export class PartitionConsumers {
   }
 
   /**
-   * Tell the active job's handler to give up and wait (a deadline) until it has; only then put the
-   * job back at the head of its partition (BullMQ's moveToWait: RPUSH where workers pop, only while
-   * this worker's lock token holds), so the next owner never runs it beside an attempt still in
-   * flight. A handler that does not let go in time (stuck on a dead connection) keeps the job: its
-   * lock, no longer renewed, lapses and the stalled-job check hands it over (≤ 1.25 locks); the
-   * attempt writes nothing once told, and what it wrote before holds the quest's row lock, so
-   * whoever decides the quest next reads it (a redelivered job reads every stored outcome).
+   * Tell the active job's handler to give up, give it a moment to let go (an attempt that reaches
+   * its commit meanwhile rolls back: `JobContext.signal`), then put the job back at the head of its
+   * partition (BullMQ's moveToWait: RPUSH where workers pop, only while this worker's lock token
+   * holds) rather than make the next owner wait for the lock to lapse. An attempt still in flight
+   * (stuck on a dead connection) writes no plan once told; one whose writes were sent before holds
+   * the quest's row lock until it commits or is ended (departed members' transactions are ended),
+   * and whoever decides the quest next then conflicts with it and replays it (migration 00010:
+   * one decision per key) — so the next owner running the job beside it costs a retry, never a
+   * second decision.
    */
   private async release(p: number, c: Consumer): Promise<void> {
     const active = c.active;
     c.abort.abort(new JobAbandoned());
     if (!active) return;
-    const settled = await Promise.race([active.settled.then(() => true), delay(this.opts.deadlineMs).then(() => false)]);
-    if (!settled || !active.token) return;
+    const settled = await Promise.race([active.settled.then(() => true), delay(this.opts.lockDurationMs / 4).then(() => false)]);
+    if (!active.token) return;
     await Promise.race([
       active.job.moveToWait(active.token).then(
         () =>
-          this.opts.logger.info({ partition: p, jobId: active.job.id }, 'abandoned job put back at the head of its partition'),
+          this.opts.logger.info(
+            { partition: p, jobId: active.job.id, handlerSettled: settled },
+            'abandoned job put back at the head of its partition',
+          ),
         () => {},
       ),
       delay(this.opts.deadlineMs),

@@ -164,6 +164,19 @@ export async function setQuestActionStatus(sql: Sql, questId: number, status: Ac
 }
 
 /**
+ * Move a quest's window. Decisions read the window in their own transaction, so the next one made
+ * after this commits follows it.
+ */
+export async function setQuestWindow(sql: Sql, questId: number, startAt: Date, endAt: Date): Promise<QuestRecord> {
+  checkWindow(startAt, endAt);
+  if (!isIntId(questId)) throw new AdminError('QUEST_NOT_FOUND', `quest ${questId} not found`);
+  const [row] = await sql<QuestRow[]>`
+    update quests set start_at = ${startAt}, end_at = ${endAt}, updated_at = now() where id = ${questId} returning *`;
+  if (!row) throw new AdminError('QUEST_NOT_FOUND', `quest ${questId} not found`);
+  return toQuest(row);
+}
+
+/**
  * Set the quest's quest.budget_low threshold (null: back to 10 % of total_points). It takes effect
  * from the next decision: an event fires when points_remaining crosses it from above.
  */
