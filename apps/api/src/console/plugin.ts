@@ -9,6 +9,7 @@ import { CONSOLE_CSS, CONSOLE_JS, FAVICON_SVG } from './assets.ts';
 import { CONSOLE_PATH, type ConsoleContext } from './context.ts';
 import { html, layout, type Viewer } from './html.ts';
 import { operatorRoutes } from './operator.ts';
+import { operatorPoolRoutes } from './operator-pool.ts';
 import { ownerRoutes } from './owner.ts';
 import { type ConsoleSession, ConsoleSessions, csrfMatches, SESSION_COOKIE } from './sessions.ts';
 
@@ -211,4 +212,5 @@ export async function consolePlugin(app: FastifyInstance, opts: { deps: RouteDep
 
   ownerRoutes(app, ctx);
   operatorRoutes(app, ctx);
+  operatorPoolRoutes(app, ctx);
 }
