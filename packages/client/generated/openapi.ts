@@ -660,36 +660,6 @@ export interface components {
             /** @example The requested points exceed the quest's remaining points. */
             message: string;
         };
-        /** @description An allocation and where it stands. */
-        Allocation: {
-            /**
-             * @description Allocation id: the request key (`alc_…`), or `<batch id>:<index>` for a batch item.
-             * @example alc_01jf8q4g0x7m3r6v2k9d1n5bta
-             */
-            id: string;
-            /**
-             * @description pending: accepted, not decided yet; completed: credited (see payout); rejected: refused by a decision (see error); failed: given up, nothing applied, a retry with the same Idempotency-Key is safe (see error).
-             * @enum {string}
-             */
-            status: "pending" | "completed" | "rejected" | "failed";
-            /** @description When completed. */
-            payout?: components["schemas"]["Payout"];
-            /** @description When rejected or failed. */
-            error?: components["schemas"]["OutcomeError"];
-            /**
-             * Format: date-time
-             * @description When this allocation was last touched: decided, accepted, re-driven or given up (ISO 8601 UTC).
-             * @example 2026-03-01T12:00:00.123Z
-             */
-            updated_at: string;
-        };
-        /** @description A decided allocation: the payout. */
-        PayoutResponse: {
-            payout: components["schemas"]["Payout"];
-        };
-        AllocationResponse: {
-            allocation: components["schemas"]["Allocation"];
-        };
         /** @description The outcome of one batch item. */
         BatchResult: {
             /** @description The item's index in the request's `allocations`. */
@@ -753,6 +723,36 @@ export interface components {
         };
         BatchResponse: {
             batch: components["schemas"]["Batch"];
+        };
+        /** @description An allocation and where it stands. */
+        Allocation: {
+            /**
+             * @description Allocation id: the request key (`alc_…`), or `<batch id>:<index>` for a batch item.
+             * @example alc_01jf8q4g0x7m3r6v2k9d1n5bta
+             */
+            id: string;
+            /**
+             * @description pending: accepted, not decided yet; completed: credited (see payout); rejected: refused by a decision (see error); failed: given up, nothing applied, a retry with the same Idempotency-Key is safe (see error).
+             * @enum {string}
+             */
+            status: "pending" | "completed" | "rejected" | "failed";
+            /** @description When completed. */
+            payout?: components["schemas"]["Payout"];
+            /** @description When rejected or failed. */
+            error?: components["schemas"]["OutcomeError"];
+            /**
+             * Format: date-time
+             * @description When this allocation was last touched: decided, accepted, re-driven or given up (ISO 8601 UTC).
+             * @example 2026-03-01T12:00:00.123Z
+             */
+            updated_at: string;
+        };
+        /** @description A decided allocation: the payout. */
+        PayoutResponse: {
+            payout: components["schemas"]["Payout"];
+        };
+        AllocationResponse: {
+            allocation: components["schemas"]["Allocation"];
         };
         /** @description A reversal and where it stands. */
         ReversalStatus: {
