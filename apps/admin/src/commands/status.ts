@@ -1,7 +1,6 @@
 import { describeUrl } from '@quest/config/urls';
 import { pendingWork } from '@quest/db';
-import { assignPartitions } from '@quest/domain';
-import { membersKey, partitionsKey, QueueStatsReader, reconcilerLastRunKey, redisConnection } from '@quest/queue';
+import { readPoolSnapshot } from '@quest/queue';
 import { CliError, type CommandOutput, type Context } from '../context.ts';
 import { renderFields, renderTable } from '../format.ts';
 
@@ -13,58 +12,24 @@ function describeRedis(url: string): string {
   return describeUrl(url, 'the configured Redis');
 }
 
-interface PoolView {
-  partitions: number;
-  members: { id: string; expiresAt: number; partitions: number[] }[];
-  queues: Awaited<ReturnType<QueueStatsReader['read']>>;
-  reconciler: unknown;
-  redisNow: number;
-}
-
-/**
- * The pool as Redis holds it: live members (the same sorted set and the same `assignPartitions`
- * deal the workers use, so the listed ownership is what the workers converge to within a
- * heartbeat), each partition queue's depth, and the reconciler's last run.
- */
-async function readPool(url: string, prefix: string, configuredPartitions: number): Promise<PoolView> {
-  const redis = redisConnection(url, {
-    maxRetriesPerRequest: 1,
-    connectTimeout: 2000,
-    commandTimeout: 5000,
-    retryStrategy: () => null,
-    lazyConnect: true,
-  });
-  redis.on('error', () => {});
-  try {
-    await redis.connect().catch((error: unknown) => {
-      throw new CliError('REDIS_UNAVAILABLE', `cannot reach Redis at ${describeRedis(url)}: ${(error as Error).message}`);
-    });
-    const [seconds, micros] = await redis.time();
-    const redisNow = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-    const recorded = await redis.get(partitionsKey(prefix));
-    const partitions = recorded ? Number(recorded) : configuredPartitions;
-    const flat = await redis.zrangebyscore(membersKey(prefix), redisNow, '+inf', 'WITHSCORES');
-    const live: { id: string; expiresAt: number }[] = [];
-    for (let i = 0; i < flat.length; i += 2) live.push({ id: flat[i]!, expiresAt: Number(flat[i + 1]) });
-    const ids = live.map((m) => m.id);
-    const members = live
-      .map((m) => ({ ...m, partitions: assignPartitions(ids, m.id, partitions) }))
-      .sort((a, b) => a.id.localeCompare(b.id));
-    const reader = new QueueStatsReader(redis, prefix, partitions);
-    const queues = await reader.read().finally(() => reader.close());
-    const last = await redis.get(reconcilerLastRunKey(prefix));
-    let reconciler: unknown = null;
-    if (last) {
-      try {
-        reconciler = JSON.parse(last);
-      } catch {
-        reconciler = last;
-      }
+/** `readPoolSnapshot` with the reconciler's record parsed (kept as text when it is not JSON) and members by id. */
+async function readPool(url: string, prefix: string, configuredPartitions: number) {
+  const snapshot = await readPoolSnapshot(
+    url,
+    prefix,
+    configuredPartitions,
+    (error) => new CliError('REDIS_UNAVAILABLE', `cannot reach Redis at ${describeRedis(url)}: ${error.message}`),
+  );
+  let reconciler: unknown = null;
+  if (snapshot.reconcilerLastRun) {
+    try {
+      reconciler = JSON.parse(snapshot.reconcilerLastRun);
+    } catch {
+      reconciler = snapshot.reconcilerLastRun;
     }
-    return { partitions, members, queues, reconciler, redisNow };
-  } finally {
-    redis.disconnect();
   }
+  const members = [...snapshot.members].sort((a, b) => a.id.localeCompare(b.id));
+  return { ...snapshot, members, reconciler };
 }
 
 export async function statusCommand(ctx: Context): Promise<CommandOutput> {
