@@ -117,10 +117,11 @@ describe('tcp fault proxy', () => {
     const fresh = await open(); // accepted during the blackhole
     fresh.socket.write('fresh');
     await vi.waitFor(() => expect(proxy.openConnections).toBe(2));
-    // Absence can only be observed over a window: nothing reaches the server or comes back,
-    // and no connection is closed.
+    // Every byte sent is held by the proxy, so none reached the server; nothing came back, and no
+    // connection is closed.
     const receivedBefore = echo.received();
-    await new Promise((r) => setTimeout(r, 150));
+    const sent = Buffer.byteLength(parts.join('')) + Buffer.byteLength('fresh');
+    await vi.waitFor(() => expect(proxy.heldToServer.bytes).toBe(sent));
     expect(echo.received()).toBe(receivedBefore);
     expect(echo.accepted()).toBe(1);
     expect(old.text()).toBe('before;');
@@ -138,7 +139,8 @@ describe('tcp fault proxy', () => {
     proxy.setFault({ kind: 'blackhole' });
     const big = Array.from({ length: 3 << 20 }, (_, i) => String.fromCharCode(97 + (i % 26))).join('');
     c.socket.write(big);
-    await new Promise((r) => setTimeout(r, 50));
+    // The proxy's buffer fills up (1 MiB) and it stops reading: the rest waits in the socket.
+    await vi.waitFor(() => expect(proxy.heldToServer.bytes).toBeGreaterThanOrEqual(1 << 20));
     proxy.setFault({ kind: 'pass' });
     await vi.waitFor(() => expect(c.text().length).toBe(big.length), { timeout: 10_000 });
     expect(c.text() === big).toBe(true);
@@ -148,7 +150,7 @@ describe('tcp fault proxy', () => {
     const c = await open();
     proxy.setFault({ kind: 'blackhole' });
     c.socket.end('last');
-    await new Promise((r) => setTimeout(r, 50));
+    await vi.waitFor(() => expect(proxy.heldToServer).toEqual({ bytes: 4, ends: 1 }));
     expect(c.ended()).toBe(false);
     proxy.setFault({ kind: 'pass' });
     await vi.waitFor(() => expect([c.text(), c.ended()]).toEqual(['last', true]));

@@ -28,6 +28,12 @@ export interface TcpFaultProxy {
   resetAll(): void;
   /** Connections the proxy holds a socket of (client side or server side). */
   readonly openConnections: number;
+  /**
+   * What the proxy holds on its way to the server now, over every connection: bytes and FINs that
+   * arrived from clients and were not passed on. During a blackhole, held = sent proves that
+   * nothing got through (a test can wait for it instead of watching for absence over a window).
+   */
+  readonly heldToServer: { bytes: number; ends: number };
   close(): Promise<void>;
 }
 
@@ -39,7 +45,8 @@ type Held = { at: number; data: Buffer } | { at: number; end: true } | { at: num
 /** One direction of a connection: what arrived from `src` and is not yet written to `dst`. */
 class Direction {
   private readonly held: Held[] = [];
-  private heldBytes = 0;
+  /** Bytes held, not yet written on (read by `TcpFaultProxy.heldToServer`). */
+  heldBytes = 0;
   private timer: NodeJS.Timeout | undefined;
   dst: Socket | undefined;
   private waitingDrain = false;
@@ -54,6 +61,11 @@ class Direction {
     this.held.push(item);
     if ('data' in item) this.heldBytes += item.data.length;
     this.pump();
+  }
+
+  /** FINs held, not yet passed on. */
+  get heldEnds(): number {
+    return this.held.filter((h) => 'end' in h).length;
   }
 
   /** Write whatever the fault lets through now; schedule the next delayed item. */
@@ -226,6 +238,15 @@ export function startTcpFaultProxy(target: { host: string; port: number }): Prom
         },
         get openConnections() {
           return conns.size;
+        },
+        get heldToServer() {
+          let bytes = 0;
+          let ends = 0;
+          for (const c of conns) {
+            bytes += c.toServer.heldBytes;
+            ends += c.toServer.heldEnds;
+          }
+          return { bytes, ends };
         },
         close(): Promise<void> {
           return new Promise((done) => {
