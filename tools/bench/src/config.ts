@@ -5,6 +5,7 @@ export const SCENARIOS = [
   'hot',
   'batch',
   'webhooks',
+  'open-loop',
   'scale',
   'memory',
   'api-scale',
@@ -25,6 +26,8 @@ export interface BenchConfig {
   /** Duration of the coalesced-lists limit runs. */
   coalescedS: number;
   throughputQuests: number;
+  /** open-loop: seconds per rate step. */
+  openLoopStepS: number;
   accountPool: number;
   /** reversals: payouts reversed during the throughput load (each of a different payout). */
   reversals: number;
@@ -42,6 +45,9 @@ export interface BenchConfig {
   auditPayouts: number;
 }
 
+const QUICK_STEP = 3;
+const FULL_STEP = 6;
+
 export function benchConfig(quick: boolean, overrides: Partial<BenchConfig> = {}): BenchConfig {
   const base: BenchConfig = quick
     ? {
@@ -55,6 +61,7 @@ export function benchConfig(quick: boolean, overrides: Partial<BenchConfig> = {}
         limitS: 5,
         coalescedS: 3,
         throughputQuests: 1000,
+        openLoopStepS: QUICK_STEP,
         accountPool: 10_000,
         reversals: 1000,
         reversalClients: 8,
@@ -78,6 +85,7 @@ export function benchConfig(quick: boolean, overrides: Partial<BenchConfig> = {}
         limitS: 20,
         coalescedS: 10,
         throughputQuests: 1000,
+        openLoopStepS: FULL_STEP,
         accountPool: 10_000,
         reversals: 1000,
         reversalClients: 8,

@@ -28,9 +28,10 @@ const program = new Command()
   .option('--redis-url <url>', 'Redis server', 'redis://127.0.0.1:6379')
   .option('--pg-url <url>', 'PostgreSQL server', 'postgres://postgres@127.0.0.1:5432/postgres')
   .option('--requests <n>', 'sequential requests per measurement', (v) => Number.parseInt(v, 10), 2000)
+  .option('--json', 'print the p50/p90/p99 of each round trip as one JSON line (the bench reads it)')
   .option('--worker <prefix>', '(internal) run the worker side on this key prefix');
 program.parse();
-const opts = program.opts<{ redisUrl: string; pgUrl: string; requests: number; worker?: string }>();
+const opts = program.opts<{ redisUrl: string; pgUrl: string; requests: number; json?: boolean; worker?: string }>();
 
 const PARTITIONS = 1;
 
@@ -94,12 +95,21 @@ async function main() {
     await timed(300, () => sql`select 1`);
     const rows = [
       {
+        key: 'queue',
         what: 'queued no-op request: add → worker → reply (the service minus HTTP and PostgreSQL)',
         ms: await timed(n, () => allocator.allocate(item())),
       },
-      { what: 'Redis PING from Node (one round trip)', ms: await timed(n, () => redis.ping()) },
-      { what: 'PostgreSQL select 1 from Node (one round trip)', ms: await timed(n, () => sql`select 1`) },
+      { key: 'redis', what: 'Redis PING from Node (one round trip)', ms: await timed(n, () => redis.ping()) },
+      { key: 'postgres', what: 'PostgreSQL select 1 from Node (one round trip)', ms: await timed(n, () => sql`select 1`) },
     ];
+    const quantiles = (ms: number[]) => {
+      const sorted = [...ms].sort((a, b) => a - b);
+      return { p50: percentile(sorted, 50), p90: percentile(sorted, 90), p99: percentile(sorted, 99) };
+    };
+    if (opts.json) {
+      console.log(JSON.stringify(Object.fromEntries(rows.map((r) => [r.key, quantiles(r.ms)]))));
+      return;
+    }
     console.log(
       markdownTable(
         ['round trip', 'p50', 'p90', 'p99'],

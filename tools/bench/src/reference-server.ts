@@ -1,14 +1,20 @@
-import { applyRequests, createSql, findApiKeyWithQuest } from '@quest/db';
-import { hashApiKey, isWellFormedApiKey, newId } from '@quest/domain';
+import { createSql } from '@quest/db';
+import { hashApiKey, isWellFormedApiKey } from '@quest/domain';
 import Fastify from 'fastify';
+import { plainAllocate } from './plain-ledger.ts';
 
 /**
  * The REFERENCE: what a user would write instead of this project — a plain Fastify +
- * postgres.js service that runs the same ledger transaction (`applyRequests` from @quest/db, same
- * schema) inline in the request: no queue, no Redis, no worker, no coalescing. It checks the key
- * and the quest's owner like the service (positive answers cached in memory, as the service's
- * AUTH_CACHE_TTL_MS does), validates the body with a JSON schema, and answers 200 with the payout
- * or 400 with the rejection. Bench-only; never shipped.
+ * postgres.js service that runs one five-statement transaction per request inline
+ * (`plain-ledger.ts`: the key with the quest it names and the quest's lock, the account, the
+ * payout, the balance, the budget; each statement awaited in turn): no queue, no Redis, no worker,
+ * no coalescing, no auth cache, no stored rejections, no events. It validates the body with a JSON
+ * schema and answers 200 with the payout, 400 with a rejection's code, 401/404 for the key and the
+ * quest. Same schema as the service (same indexes and triggers). Bench-only; never shipped.
+ *
+ * Until 2026-11-27 the reference ran the service's own ledger transaction (`applyRequests`, which
+ * also writes the outbox's event and guards replays) behind an auth cache: not what a user would
+ * write, and measured heavier (docs/performance.md, "A lean reference").
  *
  * Env: DATABASE_URL, PORT, HOST (127.0.0.1), DATABASE_POOL_MAX (10, the API's default).
  */
@@ -18,14 +24,14 @@ const sql = createSql(process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1
   applicationName: 'quest-bench-reference',
 });
 
-const owners = new Map<string, string>();
-
 const app = Fastify({ logger: false });
 
 app.get('/readyz', async () => {
   await sql`select 1`;
   return { status: 'ok' };
 });
+
+const STATUS = { INVALID_API_KEY: 401, NOT_QUEST_OWNER: 401, QUEST_NOT_FOUND: 404 } as const;
 
 app.post<{ Params: { questId: number }; Body: { points: number; address: string } }>(
   '/quests/:questId',
@@ -45,20 +51,12 @@ app.post<{ Params: { questId: number }; Body: { points: number; address: string 
   },
   async (request, reply) => {
     const apiKey = request.headers['x-api-key'];
-    const { questId } = request.params;
     if (typeof apiKey !== 'string' || !isWellFormedApiKey(apiKey)) return reply.code(401).send({ code: 'INVALID_API_KEY' });
-    const cacheKey = `${apiKey}:${questId}`;
-    if (!owners.has(cacheKey)) {
-      const row = await findApiKeyWithQuest(sql, hashApiKey(apiKey), questId);
-      if (!row || row.revokedAt) return reply.code(401).send({ code: 'INVALID_API_KEY' });
-      if (row.questId === null) return reply.code(404).send({ code: 'QUEST_NOT_FOUND' });
-      if (row.questOwnerId !== row.ownerId) return reply.code(401).send({ code: 'NOT_QUEST_OWNER' });
-      owners.set(cacheKey, row.ownerId);
-    }
     const { points, address } = request.body;
-    const [outcome] = await applyRequests(sql, [{ key: newId('alc'), questId, points, address }], { firstDelivery: true });
-    if (outcome?.status === 'completed') return { payout: outcome.payout };
-    return reply.code(400).send({ code: outcome?.status === 'rejected' ? outcome.code : 'ALLOCATION_FAILED' });
+    const outcome = await plainAllocate(sql, { keyHash: hashApiKey(apiKey), questId: request.params.questId, points, address });
+    if (outcome.status === 'completed') return { payout: outcome.payout };
+    const status = (STATUS as Record<string, number>)[outcome.code] ?? 400;
+    return reply.code(status).send({ code: outcome.code });
   },
 );
 

@@ -7,6 +7,7 @@ import { batchScenario } from './scenarios/batch.ts';
 import { hotScenario } from './scenarios/hot.ts';
 import { latencyScenario } from './scenarios/latency.ts';
 import { memoryOutput } from './scenarios/memory.ts';
+import { openLoopScenario } from './scenarios/open-loop.ts';
 import { reversalsScenario } from './scenarios/reversals.ts';
 import { scaleScenario } from './scenarios/scale.ts';
 import { throughputScenario } from './scenarios/throughput.ts';
@@ -75,6 +76,7 @@ export async function runScenarios(
     }
     if (selected.has('reversals')) await run('reversals', () => reversalsScenario(ctx));
     if (selected.has('hot')) await run('hot', () => hotScenario(ctx));
+    if (selected.has('open-loop')) await run('open-loop', () => openLoopScenario(ctx));
     if (selected.has('batch')) await run('batch', () => batchScenario(ctx));
     if (selected.has('webhooks')) await run('webhooks', () => webhooksScenario(ctx));
     if (selected.has('scale')) await run('scale', () => scaleScenario(ctx));

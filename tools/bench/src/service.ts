@@ -62,7 +62,8 @@ export async function startService(base: BaseCtx, o: ServiceOptions): Promise<Ct
   log(`starting the API and ${cfg.workers} workers (${o.runtime})`);
   const [api] = await Promise.all([startApi(env, profileArgs('api')), startWorkers(cfg.workers)]);
   log(`API at ${api.baseUrl}; workers ${workers.map((w) => `${w.name}(pid ${w.pid})`).join(', ')}`);
-  const wantsReference = o.reference && ['latency', 'throughput', 'hot'].some((n) => selected.has(n as ScenarioName));
+  const wantsReference =
+    o.reference && ['latency', 'throughput', 'hot', 'open-loop'].some((n) => selected.has(n as ScenarioName));
   const reference = wantsReference ? await startReference({ DATABASE_URL: base.infra.databaseUrl }) : undefined;
   if (reference) log(`reference service at ${reference.baseUrl}`);
 

@@ -1,3 +1,6 @@
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import type { Ctx, ScenarioOutput } from '../context.ts';
 import { directSingle } from '../direct.ts';
 import { cpuNote, cpuPerCredit, ioCalls, ioNote, perCredit } from '../figures.ts';
@@ -7,6 +10,37 @@ import { seedQuests } from '../seed.ts';
 import { formatValue, rng } from '../stats.ts';
 import { finish, lean, verifyDirect, verifyLoad } from '../verify.ts';
 import { referenceRun } from './runs.ts';
+
+interface Quantiles {
+  p50: number;
+  p90: number;
+  p99: number;
+}
+
+/**
+ * The queue floor in this run (`queue-floor.ts`, its own process and key prefix): lone no-op
+ * requests through the service's producer, partition pool and reply stream, no HTTP, no PostgreSQL.
+ * A lone allocation is the reference's work plus this, at best.
+ */
+async function queueFloor(ctx: Ctx, requests: number): Promise<{ queue: Quantiles; redis: Quantiles; postgres: Quantiles }> {
+  const script = fileURLToPath(new URL('../queue-floor.ts', import.meta.url));
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    [
+      ...process.execArgv,
+      script,
+      '--json',
+      '--requests',
+      String(requests),
+      '--redis-url',
+      ctx.infra.redisUrl,
+      '--pg-url',
+      ctx.infra.databaseUrl,
+    ],
+    { timeout: 120_000 },
+  );
+  return JSON.parse(stdout.trim().split('\n').at(-1)!);
+}
 
 export async function latencyScenario(ctx: Ctx): Promise<ScenarioOutput> {
   const { cfg, infra, owner } = ctx;
@@ -32,6 +66,8 @@ export async function latencyScenario(ctx: Ctx): Promise<ScenarioOutput> {
   const v1 = await verifyLoad(ctx, [svcQuest!], load);
 
   const ref = await referenceRun(ctx, 'latency', { connections: 1, amount: n, quests: 1, seed: 1 });
+  ctx.log(`latency: queue floor, ${n} sequential no-op requests through the queue`);
+  const floor = await queueFloor(ctx, n);
 
   const [limQuest] = await seedQuests(infra.sql, owner.ownerId, 1, 'latency-limit');
   ctx.log(`latency: limit, ${n} sequential ledger transactions`);
@@ -70,6 +106,18 @@ export async function latencyScenario(ctx: Ctx): Promise<ScenarioOutput> {
         reference: ref ? perCredit(ioCalls(ref.io, ['reference']), ref.load.ok200) : undefined,
       },
       {
+        metric: 'queue floor p50 / p99 (no-op request: add → worker → reply)',
+        unit: 'text',
+        service: `${formatValue(floor.queue.p50, 'ms')} / ${formatValue(floor.queue.p99, 'ms')}`,
+        limit: undefined,
+      },
+      {
+        metric: 'p50 ÷ (reference p50 + queue floor p50)',
+        unit: 'x',
+        service: ref ? load.latency.p50 / (ref.load.latency.p50 + floor.queue.p50) : null,
+        limit: undefined,
+      },
+      {
         metric: 'Redis commands per allocation (of which Lua scripts)',
         unit: 'text',
         service: svcRedis
@@ -82,9 +130,11 @@ export async function latencyScenario(ctx: Ctx): Promise<ScenarioOutput> {
       service: { ...lean(load), cpu: svcCpu, io: svcIo, redis: svcRedis },
       limit: { ...lean(direct), cpu: limitCpu },
       reference: ref && { ...lean(ref.load), cpu: ref.cpu, io: ref.io },
+      queueFloor: floor,
     },
     [
       `latency: I/O system calls per allocation (reads + writes): ${ioNote(svcIo, load.ok200)}${ref ? `; reference ${ioNote(ref.io, ref.load.ok200)}` : ''}`,
+      `latency: queue floor p50 ${formatValue(floor.queue.p50, 'ms')}, p99 ${formatValue(floor.queue.p99, 'ms')}; Redis PING p50 ${formatValue(floor.redis.p50, 'ms')}; PostgreSQL select 1 p50 ${formatValue(floor.postgres.p50, 'ms')}`,
       `latency: ${load.ok200} × 200, ${load.accepted202} × 202; max ${formatValue(load.latency.max, 'ms')} (limit max ${formatValue(direct.latency.max, 'ms')})`,
       cpuNote('latency (service)', load.elapsedS, svcCpu, load.ok200),
       cpuNote('latency (limit)', direct.elapsedS, limitCpu, direct.completed),
