@@ -47,6 +47,20 @@ describe('planEvents', () => {
     expect(events[0]!.id < events[1]!.id).toBe(true);
   });
 
+  it('sends a single request\'s rejection with the checksummed address, a batch item\'s as sent', () => {
+    const lower = '0x52908400098527886e0f7030069857d2e4169ee7';
+    const rejected: PlanItem[] = [
+      { key: 'alc_9', questId: 7, points: 1, address: lower },
+      { key: 'bat_1:0', questId: 7, points: 1, address: lower, batchId: 'bat_1', itemIndex: 0 },
+    ];
+    const outcomes: RequestOutcome[] = rejected.map(() => ({ status: 'rejected', code: 'ACCOUNT_NOT_FOUND' }));
+    const events = planEvents(rejected, { outcomes, pointsRemaining: new Map() }, new Map([[7, quest()]]), now, ids);
+    expect(events.map((e) => (e.data.allocation as { address: string }).address)).toEqual([
+      '0x52908400098527886E0F7030069857D2E4169EE7',
+      lower,
+    ]);
+  });
+
   it('announces a reversal decided now as payout.reversed, and nothing for a refused or replayed one', () => {
     const reversal = {
       id: 'rev_1',

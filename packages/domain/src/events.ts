@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { DEFAULT_MESSAGE } from './errors.ts';
-import type { Plan, PlanItem } from './plan.ts';
+import { type Plan, type PlanItem, rejectionAddress } from './plan.ts';
 
 /**
  * Events: what the ledger decided, as rows written in the deciding transaction (a transactional
@@ -104,7 +104,7 @@ export function planEvents(
           allocation: {
             id: item.key,
             status: 'rejected',
-            address: item.address,
+            address: rejectionAddress(item),
             points: item.points,
             error: { code: outcome.code, message: DEFAULT_MESSAGE[outcome.code] },
           },

@@ -55,6 +55,19 @@ describe('planRequests', () => {
     expect(p.outcomes[2]).toMatchObject({ payout: { account: { pass: B } } });
   });
 
+  it('stores a single request\'s rejection with the checksummed address, a batch item\'s as sent', () => {
+    const lower = '0x52908400098527886e0f7030069857d2e4169ee7';
+    const p = plan(
+      [
+        { key: 'single', questId: 1, points: 1, address: lower },
+        { key: 'bat_1:0', questId: 1, points: 1, address: lower, batchId: 'bat_1', itemIndex: 0 },
+      ],
+      state({ accounts: new Map() }),
+    );
+    expect(codes(p)).toEqual(['ACCOUNT_NOT_FOUND', 'ACCOUNT_NOT_FOUND']);
+    expect(p.rejections.map((r) => r.address)).toEqual(['0x52908400098527886E0F7030069857D2E4169EE7', lower]);
+  });
+
   it('replays stored outcomes, marked replayed, and refuses a different body for a used key', () => {
     const stored = [
       { questId: 1, key: 'paid', payoutId: 'pay_old', amount: 5, createdAt: now, address: A, errorCode: null },

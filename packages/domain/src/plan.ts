@@ -1,3 +1,4 @@
+import { toChecksumAddress } from './address.ts';
 import { type AllocationRequestItem, decideAllocation, type QuestLedgerState } from './allocation.ts';
 import type { RejectionCode } from './errors.ts';
 import { payoutView, type RequestOutcome } from './jobs.ts';
@@ -219,6 +220,17 @@ function replay(item: PlanItem, stored: StoredOutcome): RequestOutcome {
 }
 
 /**
+ * The address a rejection is stored (and its event sent) with. A single request's arrives in any
+ * letter case — the API does not spend a Keccak-256 on every request, since a credit answers with
+ * the account's stored checksummed form — so a rejected one is checksummed here, where rejections
+ * are rare. A batch item's stays lower-cased: a batch may reject all of its 100,000 items, and its
+ * result pages checksum what they show.
+ */
+export function rejectionAddress(item: { address: string; batchId?: string | null }): string {
+  return item.batchId == null ? (toChecksumAddress(item.address) ?? item.address) : item.address;
+}
+
+/**
  * Decide a list of allocations and reversals, strictly in list order (the list is already in
  * enqueue order). Each quest's budget is carried from item to item: an allocation spends it, a
  * reversal gives back what it takes from its payout, so a later allocation may use it.
@@ -314,7 +326,7 @@ export function planRequests(items: readonly PlanItem[], state: PlanState, now: 
       rejections.push({
         questId,
         key: item.key,
-        address: item.address,
+        address: rejectionAddress(item),
         points: item.points,
         code: decision.code,
         batchId,
