@@ -8,7 +8,7 @@ import {
   type PlanItem,
   planEvents,
 } from '@quest/domain';
-import type { Sql } from './client.ts';
+import { pipelinedTransaction, type Sql } from './client.ts';
 
 /**
  * The events outbox (docs/events.md): events written in the transaction that decides them,
@@ -48,7 +48,7 @@ export function writeLedgerEvents(
 const PUBLISHER_LOCK_ID = 7_351_042_008;
 
 export interface PublishResult {
-  /** false: another process held the publisher's lock; nothing was done. */
+  /** false: nothing was waiting to be published, and no transaction was opened. */
   ran: boolean;
   published: number;
   deliveries: number;
@@ -60,17 +60,24 @@ export interface PublishResult {
  * publisher at a time (a transaction-scoped advisory lock; any process may call this), so positions
  * follow commit order: an event committed after a reader saw position p gets a position above p.
  *
+ * Cheap when there is nothing to do, since every worker's pump calls it several times a second: one
+ * probe of the unpublished-events index, and no transaction. Otherwise one round trip: BEGIN, the
+ * lock, the numbering and COMMIT go out together (pipelined). The lock waits for another
+ * publisher's commit rather than giving up, and the numbering is a statement of its own after it,
+ * so its snapshot (read committed: one per statement) sees the positions that publisher gave.
+ *
  * Planned afresh each time (`plan_cache_mode`): postgres.js prepares statements, and a generic plan
  * cached while `events` was empty — a worker started on a fresh database — scans the whole table
  * once per event it numbers (a nested loop over a re-run page), so one step over a 10,000-event
  * backlog took minutes and the feed and every webhook stalled behind it.
  */
 export async function publishEvents(sql: Sql, limit: number): Promise<PublishResult> {
-  return sql.begin(async (tx) => {
-    const [lock] = await tx<{ ok: boolean }[]>`select pg_try_advisory_xact_lock(${PUBLISHER_LOCK_ID}) as ok`;
-    if (!lock?.ok) return { ran: false, published: 0, deliveries: 0 };
-    await tx`set local plan_cache_mode = force_custom_plan`;
-    const [row] = await tx<{ published: number; deliveries: number }[]>`
+  const [probe] = await sql<{ waiting: boolean }[]>`select exists (select 1 from events where position is null) as waiting`;
+  if (!probe?.waiting) return { ran: false, published: 0, deliveries: 0 };
+  return pipelinedTransaction(sql, async (tx, commit) => {
+    const lock = tx`select pg_advisory_xact_lock(${PUBLISHER_LOCK_ID})`;
+    const plan = tx`set local plan_cache_mode = force_custom_plan`;
+    const numbered = tx<{ published: number; deliveries: number }[]>`
       with page as (
         select id from events where position is null order by id limit ${limit}
       ), base as (
@@ -89,8 +96,10 @@ export async function publishEvents(sql: Sql, limit: number): Promise<PublishRes
         returning 1
       )
       select (select count(*) from moved)::int as published, (select count(*) from fanned)::int as deliveries`;
+    await commit([lock, plan, numbered]);
+    const [row] = await numbered;
     return { ran: true, published: row?.published ?? 0, deliveries: row?.deliveries ?? 0 };
-  }) as Promise<PublishResult>;
+  });
 }
 
 export interface StoredEvent {

@@ -168,6 +168,42 @@ describe('the events outbox', () => {
     expect(await eventPosition(sql, 'own_someone_else', b)).toBeUndefined();
   });
 
+  test('publishers running at once take turns: every event numbered once, positions 1…n without a gap', async ({
+    database,
+    owner,
+  }) => {
+    const { sql } = database;
+    await publishAll(sql);
+    const [{ before }] = await sql<{ before: number }[]>`select coalesce(max(position), 0)::int as before from events`;
+    expect(await publishEvents(sql, 10)).toEqual({ ran: false, published: 0, deliveries: 0 });
+    const ids = Array.from({ length: 60 }, () => newId('evt'));
+    await insertEvents(
+      sql,
+      ids.map((id) => ({
+        id,
+        ownerId: owner.id,
+        type: 'payout.created' as const,
+        questId: null,
+        allocationId: null,
+        batchId: null,
+        data: {},
+        createdAt: new Date(),
+      })),
+    );
+    // Four pumps at once, pages of 7: each step waits for the one holding the publisher's lock.
+    const pump = async () => {
+      let n = 0;
+      for (let r = await publishEvents(sql, 7); r.ran && r.published > 0; r = await publishEvents(sql, 7)) n += r.published;
+      return n;
+    };
+    const counts = await Promise.all([pump(), pump(), pump(), pump()]);
+    expect(counts.reduce((a, b) => a + b, 0)).toBe(ids.length);
+    const rows = await sql<{ id: string; position: number }[]>`
+      select id, position::int from events where position > ${before} order by position`;
+    expect(rows.map((r) => r.position)).toEqual(ids.map((_, i) => before + i + 1));
+    expect(rows.map((r) => r.id)).toEqual(ids);
+  });
+
   test('publishing fans out one delivery per subscribed endpoint; purging deletes old events with their deliveries', async ({
     database,
     owner,

@@ -48,6 +48,12 @@ export async function latencyScenario(ctx: Ctx): Promise<ScenarioOutput> {
   const [svcQuest] = await seedQuests(infra.sql, owner.ownerId, 1, 'latency');
   const r = rng(1);
   const pickAccount = () => ctx.accounts[Math.floor(r() * cfg.accountPool)]!;
+  // Idle first: what the service's processes (API, workers, Redis, their PostgreSQL work) burn with
+  // no request at all — heartbeats, leases, the outbox pump's polling. A lone request pays its share.
+  const idleS = cfg.quick ? 3 : 10;
+  ctx.log(`latency: idle service, ${idleS} s`);
+  const idle = await measured(ctx, 'idle (service)', () => new Promise((r) => setTimeout(r, idleS * 1000)));
+  const idleCpuMsPerS = cpuPerCredit(idle.cpu, idleS, 'service') ?? 0;
   ctx.log(`latency: ${n} sequential POSTs, 1 connection`);
   const {
     result: load,
@@ -106,6 +112,18 @@ export async function latencyScenario(ctx: Ctx): Promise<ScenarioOutput> {
         reference: ref ? perCredit(ioCalls(ref.io, ['reference']), ref.load.ok200) : undefined,
       },
       {
+        metric: 'idle: CPU of the service per second, no requests (all processes)',
+        unit: 'ms',
+        service: idleCpuMsPerS,
+        limit: undefined,
+      },
+      {
+        metric: 'idle: Redis commands per second, no requests',
+        unit: 'per',
+        service: idle.redis ? idle.redis.commands / idle.wallS : null,
+        limit: undefined,
+      },
+      {
         metric: 'queue floor p50 / p99 (no-op request: add → worker → reply)',
         unit: 'text',
         service: `${formatValue(floor.queue.p50, 'ms')} / ${formatValue(floor.queue.p99, 'ms')}`,
@@ -136,6 +154,7 @@ export async function latencyScenario(ctx: Ctx): Promise<ScenarioOutput> {
       `latency: I/O system calls per allocation (reads + writes): ${ioNote(svcIo, load.ok200)}${ref ? `; reference ${ioNote(ref.io, ref.load.ok200)}` : ''}`,
       `latency: queue floor p50 ${formatValue(floor.queue.p50, 'ms')}, p99 ${formatValue(floor.queue.p99, 'ms')}; Redis PING p50 ${formatValue(floor.redis.p50, 'ms')}; PostgreSQL select 1 p50 ${formatValue(floor.postgres.p50, 'ms')}`,
       `latency: ${load.ok200} × 200, ${load.accepted202} × 202; max ${formatValue(load.latency.max, 'ms')} (limit max ${formatValue(direct.latency.max, 'ms')})`,
+      cpuNote('idle (service)', idle.wallS, idle.cpu),
       cpuNote('latency (service)', load.elapsedS, svcCpu, load.ok200),
       cpuNote('latency (limit)', direct.elapsedS, limitCpu, direct.completed),
       ...(ref ? [cpuNote('latency (reference)', ref.load.elapsedS, ref.cpu, ref.load.ok200)] : []),
