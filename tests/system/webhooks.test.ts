@@ -1,8 +1,12 @@
 import { randomBytes } from 'node:crypto';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
 import { describe, expect, vi } from 'vitest';
+import { WEBHOOK_QUEUE } from '@quest/queue';
 import { createAccounts, get, post, type System, startWebhookReceiver, systemTest } from '@quest/testing';
 
 const ITEMS = 1000;
+const DELIVERY_BATCH = 25;
 const test = systemTest({
   workers: 1,
   partitions: 4,
@@ -11,6 +15,7 @@ const test = systemTest({
     WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
     WEBHOOK_POLL_MS: '50',
     JOB_RETENTION_SECONDS: '600',
+    WEBHOOK_DELIVERY_BATCH: String(DELIVERY_BATCH),
   },
 });
 
@@ -83,6 +88,23 @@ describe('events and webhooks, end to end', () => {
       const log = await get(system, `/webhook-endpoints/${endpoint.id}/deliveries?limit=5`, { 'x-api-key': owner.apiKey });
       expect(log.body.deliveries).toHaveLength(5);
       expect(log.body.deliveries[0]).toMatchObject({ status: 'delivered', attempts: 1, response_status: 204 });
+
+      // Handed out in groups: each job (kept JOB_RETENTION_SECONDS after it completed) carried at
+      // most WEBHOOK_DELIVERY_BATCH deliveries, together every delivery, in fewer jobs than deliveries.
+      const connection = new Redis(system.redis.url, { maxRetriesPerRequest: 1 });
+      const queue = new Queue(WEBHOOK_QUEUE, { connection, prefix: system.redis.prefix });
+      try {
+        const jobs = await queue.getJobs(['completed']);
+        const carried = jobs.flatMap((j) => j.data.deliveries as { id: number }[]);
+        expect(Math.max(...jobs.map((j) => j.data.deliveries.length))).toBeLessThanOrEqual(DELIVERY_BATCH);
+        expect(carried.length).toBe(ITEMS + 2);
+        expect(new Set(carried.map((d) => d.id)).size).toBe(ITEMS + 2);
+        expect(jobs.length).toBeGreaterThanOrEqual(Math.ceil((ITEMS + 2) / DELIVERY_BATCH));
+        expect(jobs.length).toBeLessThan(ITEMS + 2);
+      } finally {
+        await queue.close();
+        connection.disconnect();
+      }
     } finally {
       await receiver.close();
     }

@@ -112,7 +112,12 @@ export const workerEnvSchema = z.object({
       'Events older than this are deleted (hourly), with their delivery log: `GET /events` and replays reach back this far.',
   }),
   WEBHOOK_CONCURRENCY: intVar(32, 1, 1000).meta({
-    description: 'Webhook deliveries in flight at once per worker process.',
+    description: 'Webhook deliveries in flight at once per worker process (POSTs, over all its delivery jobs).',
+  }),
+  WEBHOOK_DELIVERY_BATCH: intVar(50, 1, 1000).meta({
+    description:
+      'Most webhook deliveries per delivery job: the job reads them in one query, decrypts each endpoint secret once, ' +
+      'POSTs each event on its own and records every outcome in one statement (`1`: a job per delivery).',
   }),
   WEBHOOK_TIMEOUT_MS: intVar(10_000, 100, 60_000).meta({
     description: 'A delivery attempt not answered within this (connect, send, answer) has failed.',
@@ -130,7 +135,8 @@ export const workerEnvSchema = z.object({
   }),
   WEBHOOK_QUEUE_HIGH_WATER: intVar(5000, 1, 1_000_000).meta({
     description:
-      'Most delivery jobs in Redis at once; further due deliveries wait in PostgreSQL, so a backlog of any size costs Redis this much.',
+      'Most webhook deliveries in Redis at once (counted as delivery jobs × `WEBHOOK_DELIVERY_BATCH`); further due deliveries ' +
+      'wait in PostgreSQL, so a backlog of any size costs Redis this much.',
   }),
   WEBHOOK_PAGE_SIZE: intVar(1000, 1, 100_000).meta({
     description: 'Events the publisher numbers, and deliveries the dispatcher hands to the queue, per step.',

@@ -22,7 +22,7 @@ import { removeHealthFile, writeHealthFile } from './health.ts';
 import { observePool, sampleDbPool, sampleWebhooks, serveMetrics } from './metrics.ts';
 import { createHandlers } from './handlers/index.ts';
 import { Reconciler } from './reconciler.ts';
-import { deliver } from './webhooks/deliver.ts';
+import { deliverGroup, Limiter, SignerCache } from './webhooks/deliver.ts';
 import { OutboxPump } from './webhooks/pump.ts';
 
 let config: ReturnType<typeof loadWorkerConfig>;
@@ -160,6 +160,7 @@ const pump = new OutboxPump({
   sql,
   queue: deliveryQueue,
   pageSize: config.WEBHOOK_PAGE_SIZE,
+  groupSize: config.WEBHOOK_DELIVERY_BATCH,
   highWater: config.WEBHOOK_QUEUE_HIGH_WATER,
   idleMs: config.WEBHOOK_POLL_MS,
   retentionDays: config.EVENT_RETENTION_DAYS,
@@ -167,32 +168,39 @@ const pump = new OutboxPump({
   logger,
 });
 pump.start();
+// A job is a group of up to WEBHOOK_DELIVERY_BATCH deliveries, POSTed WEBHOOK_CONCURRENCY at a
+// time over all jobs of the process; a few jobs run at once, so one waiting for its slowest
+// receiver (or recording its outcomes) does not leave the others idle.
+const webhookLimiter = new Limiter(config.WEBHOOK_CONCURRENCY);
+const webhookSigners = new SignerCache();
+const deliverDeps = {
+  sql,
+  secretKey: config.WEBHOOK_SECRET_KEY ? parseSecretKey(config.WEBHOOK_SECRET_KEY) : null,
+  schedule: {
+    baseMs: config.WEBHOOK_RETRY_BASE_MS,
+    maxMs: config.WEBHOOK_RETRY_MAX_MS,
+    windowMs: config.WEBHOOK_RETRY_WINDOW_MS,
+  },
+  send: {
+    allowPrivate: config.WEBHOOK_ALLOW_PRIVATE_URLS,
+    timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+    maxBodyBytes: 64 * 1024,
+  },
+  logger,
+  concurrency: config.WEBHOOK_CONCURRENCY,
+  limiter: webhookLimiter,
+  signers: webhookSigners,
+};
 const deliveryWorker = startDeliveryWorker({
   redisUrl: config.REDIS_URL,
   prefix: config.QUEUE_PREFIX,
-  concurrency: config.WEBHOOK_CONCURRENCY,
+  concurrency: Math.max(2, Math.ceil(config.WEBHOOK_CONCURRENCY / config.WEBHOOK_DELIVERY_BATCH) + 1),
   lockDurationMs: config.WEBHOOK_TIMEOUT_MS * 3,
   name: config.WORKER_ID,
   logger,
-  process: (job) =>
-    deliver(
-      {
-        sql,
-        secretKey: config.WEBHOOK_SECRET_KEY ? parseSecretKey(config.WEBHOOK_SECRET_KEY) : null,
-        schedule: {
-          baseMs: config.WEBHOOK_RETRY_BASE_MS,
-          maxMs: config.WEBHOOK_RETRY_MAX_MS,
-          windowMs: config.WEBHOOK_RETRY_WINDOW_MS,
-        },
-        send: {
-          allowPrivate: config.WEBHOOK_ALLOW_PRIVATE_URLS,
-          timeoutMs: config.WEBHOOK_TIMEOUT_MS,
-          maxBodyBytes: 64 * 1024,
-        },
-        logger,
-      },
-      job,
-    ),
+  process: async (job) => {
+    await deliverGroup(deliverDeps, job);
+  },
 });
 const sample = () => {
   void sampleDbPool(sql, config.DATABASE_POOL_MAX).catch(() => {});

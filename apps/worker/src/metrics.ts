@@ -55,7 +55,7 @@ export const eventsPublished = new Counter({
 
 export const webhookQueue = new Gauge({
   name: 'quest_webhook_queue_depth',
-  help: 'Webhook work by where it waits (sampled every METRICS_SAMPLE_MS): queue = delivery jobs in Redis; postgres = pending deliveries not handed to the queue (due, or waiting for their next attempt); unpublished = events not yet numbered by the publisher.',
+  help: 'Webhook work by where it waits (sampled every METRICS_SAMPLE_MS): queue = delivery jobs in Redis (each a group of up to WEBHOOK_DELIVERY_BATCH deliveries); postgres = pending deliveries not handed to the queue (due, or waiting for their next attempt); unpublished = events not yet numbered by the publisher.',
   labelNames: ['where'] as const,
   registers: [registry],
 });

@@ -11,7 +11,14 @@ import {
   touchBatch,
   touchRequest,
 } from '@quest/db';
-import { type DeliveryQueue, PartitionQueues, reconcilerLastRunKey, reconcilerLockKey, redisConnection } from '@quest/queue';
+import {
+  type DeliveryQueue,
+  legacyDeliveryJobId,
+  PartitionQueues,
+  reconcilerLastRunKey,
+  reconcilerLockKey,
+  redisConnection,
+} from '@quest/queue';
 
 export interface ReconcilerOptions {
   sql: Sql;
@@ -177,15 +184,23 @@ export class Reconciler {
       redrives.inc({ kind: 'batch' });
     }
 
-    // Webhook deliveries handed to the queue long ago and still pending, whose job is gone.
+    // Webhook deliveries handed to the queue long ago and still pending, whose job is gone: one
+    // question to Redis per job (a job carries a group of deliveries).
     const deliveries = this.opts.deliveryQueue
       ? await findStrandedDeliveries(sql, { olderThanMs: this.opts.minAgeMs, limit: this.opts.limit })
       : [];
+    const byJob = new Map<string, number[]>();
+    for (const d of deliveries) {
+      const jobId = d.jobId ?? legacyDeliveryJobId(d);
+      const list = byJob.get(jobId);
+      if (list) list.push(d.id);
+      else byJob.set(jobId, [d.id]);
+    }
     const alive: number[] = [];
     const lost: number[] = [];
-    for (const d of deliveries) {
-      if (await this.opts.deliveryQueue!.carries({ deliveryId: d.id, attempt: d.attempt })) alive.push(d.id);
-      else lost.push(d.id);
+    for (const [jobId, ids] of byJob) {
+      if (await this.opts.deliveryQueue!.carries(jobId)) alive.push(...ids);
+      else lost.push(...ids);
     }
     await requeueDeliveries(sql, alive, false);
     await requeueDeliveries(sql, lost, true);

@@ -1,5 +1,5 @@
 import { describe, expect } from 'vitest';
-import { insertEndpoint, insertEvents, publishEvents } from '@quest/db';
+import { claimDueDeliveries, insertEndpoint, insertEvents, publishEvents } from '@quest/db';
 import { newId } from '@quest/domain';
 import { DeliveryQueue, redisConnection } from '@quest/queue';
 import { test } from '@quest/testing';
@@ -42,11 +42,13 @@ describe('the reconciler and webhook deliveries', () => {
       await sql<{ id: number }[]>`select id from webhook_deliveries where endpoint_id = ${endpointId} order by id`
     ).map((r) => r.id);
     expect(ids).toHaveLength(2);
-    // Both were handed to the queue a minute ago; only the first one's job is still there.
+    // Both were handed to the queue a minute ago, as two jobs; only the first one's job is still there.
+    const groups = await claimDueDeliveries(sql, 100, 1);
+    expect(groups.map((g) => g.deliveries.map((d) => d.id))).toEqual([[ids[0]], [ids[1]]]);
     await sql`update webhook_deliveries set enqueued_at = now() - interval '1 minute' where endpoint_id = ${endpointId}`;
     const connection = redisConnection(redis.url);
     const queue = new DeliveryQueue(connection, redis.prefix);
-    await queue.add([{ deliveryId: ids[0]!, attempt: 1 }], 600);
+    await queue.add([groups[0]!], 600);
 
     const before = (await redrives.get()).values.find((v) => v.labels.kind === 'delivery')?.value ?? 0;
     const reconciler = new Reconciler({
@@ -68,12 +70,14 @@ describe('the reconciler and webhook deliveries', () => {
       const started = clock!.started;
       const run = await reconciler.run();
       expect(run).toMatchObject({ deliveriesChecked: 2, deliveriesRedriven: 1 });
-      const rows = await sql<{ id: number; enqueued_at: Date | null; next_attempt_at: Date }[]>`
-        select id, enqueued_at, next_attempt_at from webhook_deliveries where endpoint_id = ${endpointId} order by id`;
+      const rows = await sql<{ id: number; enqueued_at: Date | null; next_attempt_at: Date; job_id: string | null }[]>`
+        select id, enqueued_at, next_attempt_at, job_id from webhook_deliveries where endpoint_id = ${endpointId} order by id`;
       // Carried: its clock restarts (it is not suspected again for another minAge).
       expect(rows[0]!.enqueued_at!.getTime()).toBeGreaterThanOrEqual(started.getTime());
-      // Lost: due again now, for the dispatcher to hand over.
+      expect(rows[0]!.job_id).toBe(groups[0]!.jobId);
+      // Lost: due again now, for the dispatcher to hand over, and carried by no job (a late copy sends nothing).
       expect(rows[1]!.enqueued_at).toBeNull();
+      expect(rows[1]!.job_id).toBeNull();
       expect(rows[1]!.next_attempt_at.getTime()).toBeGreaterThanOrEqual(started.getTime());
       const after = (await redrives.get()).values.find((v) => v.labels.kind === 'delivery')!.value;
       expect(after - before).toBe(1);

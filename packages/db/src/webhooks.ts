@@ -60,7 +60,7 @@ export async function deleteEndpoint(sql: Sql, id: string, ownerId: string): Pro
     where id = ${id} and owner_id = ${ownerId} and deleted_at is null
     returning ${sql.unsafe(ENDPOINT_FIELDS)}`;
   if (row) {
-    await sql`update webhook_deliveries set status = 'failed', error = 'endpoint deleted', enqueued_at = null
+    await sql`update webhook_deliveries set status = 'failed', error = 'endpoint deleted', enqueued_at = null, job_id = null
               where endpoint_id = ${id} and status = 'pending'`;
   }
   return row;
@@ -98,25 +98,61 @@ export interface QueuedDelivery {
   attempt: number;
 }
 
+/** Due deliveries handed to the queue as one job: `jobId` names it (see claimDueDeliveries). */
+export interface DeliveryGroup {
+  jobId: string;
+  deliveries: QueuedDelivery[];
+}
+
 /**
- * Hand out up to `limit` due deliveries, oldest due first: mark them enqueued and return them for
- * the caller to add to the queue. Safe to run in several processes at once (SKIP LOCKED).
+ * Hand out up to `limit` due deliveries, oldest due first, in groups of at most `groupSize` (one
+ * queue job each): mark them enqueued under their group's job id and return the groups for the
+ * caller to add to the queue. Safe to run in several processes at once (SKIP LOCKED).
+ *
+ * Within the page, a group holds consecutive deliveries in (endpoint, id) order, so a group mostly
+ * serves one endpoint (its secret is decrypted once per job; a slow receiver holds up its own
+ * deliveries, not another endpoint's). The job id is deterministic: `whb-<first id>-<digest of
+ * every (id, attempt) of the group>`, so handing the same attempts over again as the same group adds
+ * no second job, and any other attempt or grouping is another id. The attempt check when the outcome
+ * is recorded (recordAttempts) stays the real guard against a duplicate.
  */
-export function claimDueDeliveries(sql: Sql, limit: number): Promise<QueuedDelivery[]> {
+export async function claimDueDeliveries(sql: Sql, limit: number, groupSize: number): Promise<DeliveryGroup[]> {
   // Planned afresh each time, like publishEvents: a generic plan cached while the table was empty
   // would scan all of it once per claimed row.
-  return sql.begin(async (tx) => {
+  const rows = (await sql.begin(async (tx) => {
     await tx`set local plan_cache_mode = force_custom_plan`;
-    return tx<QueuedDelivery[]>`
+    return tx<{ id: number; attempt: number; jobId: string }[]>`
       with due as materialized (
-        select id from webhook_deliveries
+        select id, endpoint_id, attempts from webhook_deliveries
         where status = 'pending' and enqueued_at is null and next_attempt_at <= now()
         order by next_attempt_at, id limit ${limit}
         for update skip locked
+      ), grouped as materialized (
+        select id, attempts, (row_number() over (order by endpoint_id, id) - 1) / ${groupSize}::int as g from due
+      ), named as (
+        select g, 'whb-' || min(id) || '-' || left(md5(string_agg(id || ':' || (attempts + 1), ',' order by id)), 16) as job_id
+        from grouped group by g
       )
-      update webhook_deliveries d set enqueued_at = now() from due where d.id = due.id
-      returning d.id, d.attempts + 1 as attempt`;
-  }) as Promise<QueuedDelivery[]>;
+      update webhook_deliveries d set enqueued_at = now(), job_id = n.job_id
+      from grouped g join named n using (g) where d.id = g.id
+      returning d.id, d.attempts + 1 as attempt, d.job_id as "jobId"`;
+  })) as { id: number; attempt: number; jobId: string }[];
+  const groups = new Map<string, QueuedDelivery[]>();
+  for (const r of rows.sort((a, b) => a.id - b.id)) {
+    const list = groups.get(r.jobId);
+    if (list) list.push({ id: r.id, attempt: r.attempt });
+    else groups.set(r.jobId, [{ id: r.id, attempt: r.attempt }]);
+  }
+  return [...groups].map(([jobId, deliveries]) => ({ jobId, deliveries }));
+}
+
+export interface DeliveryEndpoint {
+  id: string;
+  url: string;
+  secretEnc: Uint8Array;
+  previousSecretEnc: Uint8Array | null;
+  previousSecretExpiresAt: Date | null;
+  deleted: boolean;
 }
 
 export interface DeliveryWork {
@@ -124,14 +160,9 @@ export interface DeliveryWork {
   status: 'pending' | 'delivered' | 'failed';
   attempts: number;
   firstAttemptAt: Date | null;
-  endpoint: {
-    id: string;
-    url: string;
-    secretEnc: Uint8Array;
-    previousSecretEnc: Uint8Array | null;
-    previousSecretExpiresAt: Date | null;
-    deleted: boolean;
-  };
+  /** The job that carries the delivery's current attempt (null: none, or handed over before jobs were grouped). */
+  jobId: string | null;
+  endpoint: DeliveryEndpoint;
   event: StoredEvent;
 }
 
@@ -140,6 +171,7 @@ interface DeliveryWorkRow {
   status: DeliveryWork['status'];
   attempts: number;
   first_attempt_at: Date | null;
+  job_id: string | null;
   ep_id: string;
   url: string;
   secret_enc: Uint8Array;
@@ -156,41 +188,55 @@ interface DeliveryWorkRow {
   position: number;
 }
 
-/** What an attempt needs: the delivery, its endpoint (with the encrypted secrets) and its event. */
-export async function getDeliveryWork(sql: Sql, id: number): Promise<DeliveryWork | undefined> {
-  const [row] = await sql<DeliveryWorkRow[]>`
-    select d.id, d.status, d.attempts, d.first_attempt_at,
+/**
+ * What the attempts of a group need, in one query: each delivery, its endpoint (with the encrypted
+ * secrets) and its event, in id order. Ids that no longer exist (purged) are absent. An endpoint
+ * serving several deliveries is one object, shared by them.
+ */
+export async function getDeliveryWorks(sql: Sql, ids: readonly number[]): Promise<DeliveryWork[]> {
+  if (ids.length === 0) return [];
+  const rows = await sql<DeliveryWorkRow[]>`
+    select d.id, d.status, d.attempts, d.first_attempt_at, d.job_id,
       ep.id as ep_id, ep.url, ep.secret_enc, ep.previous_secret_enc, ep.previous_secret_expires_at, ep.deleted_at,
       e.id as e_id, e.type, e.created_at, e.quest_id, e.allocation_id, e.batch_id, e.data, e.position
     from webhook_deliveries d
     join webhook_endpoints ep on ep.id = d.endpoint_id
     join events e on e.id = d.event_id
-    where d.id = ${id}`;
-  if (!row) return undefined;
-  return {
-    id: Number(row.id),
-    status: row.status,
-    attempts: row.attempts,
-    firstAttemptAt: row.first_attempt_at,
-    endpoint: {
-      id: row.ep_id,
-      url: row.url,
-      secretEnc: row.secret_enc,
-      previousSecretEnc: row.previous_secret_enc,
-      previousSecretExpiresAt: row.previous_secret_expires_at,
-      deleted: row.deleted_at !== null,
-    },
-    event: {
-      id: row.e_id,
-      type: row.type,
-      createdAt: row.created_at,
-      questId: row.quest_id,
-      allocationId: row.allocation_id,
-      batchId: row.batch_id,
-      data: row.data,
-      position: row.position,
-    },
-  };
+    where d.id = any(${ids as number[]}::bigint[])
+    order by d.id`;
+  const endpoints = new Map<string, DeliveryEndpoint>();
+  return rows.map((row) => {
+    let endpoint = endpoints.get(row.ep_id);
+    if (!endpoint) {
+      endpoint = {
+        id: row.ep_id,
+        url: row.url,
+        secretEnc: row.secret_enc,
+        previousSecretEnc: row.previous_secret_enc,
+        previousSecretExpiresAt: row.previous_secret_expires_at,
+        deleted: row.deleted_at !== null,
+      };
+      endpoints.set(row.ep_id, endpoint);
+    }
+    return {
+      id: Number(row.id),
+      status: row.status,
+      attempts: row.attempts,
+      firstAttemptAt: row.first_attempt_at,
+      jobId: row.job_id,
+      endpoint,
+      event: {
+        id: row.e_id,
+        type: row.type,
+        createdAt: row.created_at,
+        questId: row.quest_id,
+        allocationId: row.allocation_id,
+        batchId: row.batch_id,
+        data: row.data,
+        position: row.position,
+      },
+    };
+  });
 }
 
 export interface AttemptRecord {
@@ -198,59 +244,88 @@ export interface AttemptRecord {
   /** The attempt this was (the row's attempts must be one less, or the record is stale and ignored). */
   attempt: number;
   at: Date;
-  /** delivered; retry at nextAttemptAt; or failed for good (the endpoint becomes failing). */
-  outcome: 'delivered' | 'retry' | 'failed';
+  /**
+   * delivered; retry at nextAttemptAt; failed for good (the endpoint becomes failing); or dropped:
+   * not attempted, as its endpoint was deleted (failed, with `error`, the attempt count unchanged).
+   */
+  outcome: 'delivered' | 'retry' | 'failed' | 'dropped';
   nextAttemptAt?: Date;
   responseStatus: number | null;
   responseBody: string | null;
-  latencyMs: number;
+  latencyMs: number | null;
   error: string | null;
 }
 
 /**
- * Write an attempt's outcome, once (guarded by the attempt number: a duplicate job of the same
- * attempt records nothing). Returns false when it was stale. A delivered attempt brings a failing
- * endpoint back to enabled; a delivery given up marks its endpoint failing.
+ * Write the outcomes of a group's attempts, in one statement, each once (guarded by the attempt
+ * number: a duplicate job of the same attempt records nothing). Returns the ids recorded; the
+ * others were stale. In the same statement, once per endpoint: its latest recorded outcome that
+ * says something about it decides its status — delivered brings a failing endpoint back to
+ * enabled; a delivery given up marks it failing.
  */
-export async function recordAttempt(sql: Sql, a: AttemptRecord): Promise<boolean> {
-  const rows = await sql<{ endpoint_id: string }[]>`
-    update webhook_deliveries set
-      attempts = ${a.attempt}, last_attempt_at = ${a.at}, first_attempt_at = coalesce(first_attempt_at, ${a.at}),
-      status = ${a.outcome === 'retry' ? 'pending' : a.outcome},
-      delivered_at = ${a.outcome === 'delivered' ? a.at : null},
-      next_attempt_at = ${a.nextAttemptAt ?? a.at}, enqueued_at = null,
-      response_status = ${a.responseStatus}, response_body = ${a.responseBody}, latency_ms = ${a.latencyMs}, error = ${a.error}
-    where id = ${a.id} and attempts = ${a.attempt - 1} and status = 'pending'
-    returning endpoint_id`;
-  const endpointId = rows[0]?.endpoint_id;
-  if (!endpointId) return false;
-  if (a.outcome === 'delivered') {
-    await sql`update webhook_endpoints set status = 'enabled', failing_since = null, updated_at = now()
-              where id = ${endpointId} and status = 'failing'`;
-  } else if (a.outcome === 'failed') {
-    await sql`update webhook_endpoints set status = 'failing', failing_since = coalesce(failing_since, now()), updated_at = now()
-              where id = ${endpointId}`;
-  }
-  return true;
+export async function recordAttempts(sql: Sql, records: readonly AttemptRecord[]): Promise<Set<number>> {
+  if (records.length === 0) return new Set();
+  const col = <T>(f: (r: AttemptRecord) => T) => records.map(f);
+  const rows = await sql<{ id: number }[]>`
+    with v as (
+      select * from unnest(
+        ${col((r) => r.id)}::bigint[], ${col((r) => r.attempt)}::int[], ${col((r) => r.outcome)}::text[],
+        ${col((r) => r.at.toISOString())}::timestamptz[], ${col((r) => (r.nextAttemptAt ?? r.at).toISOString())}::timestamptz[],
+        ${col((r) => r.responseStatus)}::int[], ${col((r) => r.responseBody)}::text[], ${col((r) => r.latencyMs)}::int[],
+        ${col((r) => r.error)}::text[]
+      ) as v(id, attempt, outcome, at, next_at, response_status, response_body, latency_ms, error)
+    ), recorded as (
+      update webhook_deliveries d set
+        attempts = case when v.outcome = 'dropped' then d.attempts else v.attempt end,
+        last_attempt_at = case when v.outcome = 'dropped' then d.last_attempt_at else v.at end,
+        first_attempt_at = case when v.outcome = 'dropped' then d.first_attempt_at else coalesce(d.first_attempt_at, v.at) end,
+        status = case v.outcome when 'retry' then 'pending' when 'dropped' then 'failed' else v.outcome end,
+        delivered_at = case when v.outcome = 'delivered' then v.at end,
+        next_attempt_at = case when v.outcome = 'dropped' then d.next_attempt_at else v.next_at end,
+        enqueued_at = null, job_id = null,
+        response_status = case when v.outcome = 'dropped' then d.response_status else v.response_status end,
+        response_body = case when v.outcome = 'dropped' then d.response_body else v.response_body end,
+        latency_ms = case when v.outcome = 'dropped' then d.latency_ms else v.latency_ms end,
+        error = v.error
+      from v
+      where d.id = v.id and d.attempts = v.attempt - 1 and d.status = 'pending'
+      returning d.id, d.endpoint_id, v.outcome, v.at
+    ), latest as (
+      select distinct on (endpoint_id) endpoint_id, outcome from recorded
+      where outcome in ('delivered', 'failed') order by endpoint_id, at desc, id desc
+    ), endpoints as (
+      update webhook_endpoints ep set
+        status = case when l.outcome = 'delivered' then 'enabled' else 'failing' end,
+        failing_since = case when l.outcome = 'delivered' then null else coalesce(ep.failing_since, now()) end,
+        updated_at = now()
+      from latest l
+      where ep.id = l.endpoint_id and (l.outcome = 'failed' or ep.status = 'failing')
+      returning 1
+    )
+    select id from recorded`;
+  return new Set(rows.map((r) => Number(r.id)));
 }
 
-/** A delivery that can no longer be attempted (its endpoint was deleted): failed, with why. */
-export async function dropDelivery(sql: Sql, id: number, error: string): Promise<void> {
-  await sql`update webhook_deliveries set status = 'failed', error = ${error}, enqueued_at = null where id = ${id} and status = 'pending'`;
+/** A delivery handed to the queue and still pending: `jobId` names the job that should carry it. */
+export interface StrandedDelivery extends QueuedDelivery {
+  jobId: string | null;
 }
 
 /** Deliveries handed to the queue more than `olderThanMs` ago and still pending: the reconciler's suspects. */
-export function findStrandedDeliveries(sql: Sql, q: { olderThanMs: number; limit: number }): Promise<QueuedDelivery[]> {
-  return sql<QueuedDelivery[]>`
-    select id, attempts + 1 as attempt from webhook_deliveries
+export function findStrandedDeliveries(sql: Sql, q: { olderThanMs: number; limit: number }): Promise<StrandedDelivery[]> {
+  return sql<StrandedDelivery[]>`
+    select id, attempts + 1 as attempt, job_id as "jobId" from webhook_deliveries
     where status = 'pending' and enqueued_at is not null and enqueued_at < now() - make_interval(secs => ${q.olderThanMs / 1000})
     order by enqueued_at limit ${q.limit}`;
 }
 
-/** The queue lost these (or they are alive: `touched` only restarts their clock): due again now. */
+/**
+ * The queue lost these (`lost`: due again now, and no job carries them any more, so a late copy of
+ * the old one sends nothing), or they are alive (only their clock restarts).
+ */
 export async function requeueDeliveries(sql: Sql, ids: readonly number[], lost: boolean): Promise<void> {
   if (ids.length === 0) return;
-  await sql`update webhook_deliveries set ${lost ? sql`enqueued_at = null, next_attempt_at = now()` : sql`enqueued_at = now()`}
+  await sql`update webhook_deliveries set ${lost ? sql`enqueued_at = null, job_id = null, next_attempt_at = now()` : sql`enqueued_at = now()`}
             where id = any(${ids as number[]}::bigint[]) and status = 'pending' and enqueued_at is not null`;
 }
 

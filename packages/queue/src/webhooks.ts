@@ -4,18 +4,40 @@ import { redisConnection } from './connection.ts';
 import { WEBHOOK_QUEUE } from './names.ts';
 
 /**
- * The webhook delivery queue's transport (docs/events.md). A job is one attempt of one delivery,
- * named by both (`dlv-<id>-<attempt>`), so handing the same attempt over twice adds one job. The
- * schedule and the outcome live in PostgreSQL; a job is only the order to try now, so it runs
- * once (no BullMQ retries): a failed attempt is rescheduled in PostgreSQL, not in Redis.
+ * The webhook delivery queue's transport (docs/events.md). A job is one attempt of each delivery
+ * of a group (up to WEBHOOK_DELIVERY_BATCH of them), named by the group (`whb-<first id>-<digest of
+ * its ids and attempts>`, made by claimDueDeliveries), so handing the same attempts over twice adds
+ * one job. The schedule and the outcome live in PostgreSQL; a job is only the order to try now, so
+ * it runs once (no BullMQ retries): a failed attempt is rescheduled in PostgreSQL, not in Redis.
  */
 
-export interface DeliveryJob {
-  deliveryId: number;
+export interface DeliveryRef {
+  id: number;
+  /** The attempt the job is for (1 for the first). */
   attempt: number;
 }
 
-export const deliveryJobId = (d: DeliveryJob) => `dlv-${d.deliveryId}-${d.attempt}`;
+export interface DeliveryGroupJob {
+  jobId: string;
+  deliveries: DeliveryRef[];
+}
+
+/** A job's data: the group's deliveries. */
+export interface DeliveryJobData {
+  deliveries: DeliveryRef[];
+}
+
+/**
+ * The id of a job added before deliveries were grouped (one delivery, one attempt): a delivery
+ * handed over then has no job id in PostgreSQL, and may still be in Redis under this one.
+ */
+export const legacyDeliveryJobId = (d: DeliveryRef) => `dlv-${d.id}-${d.attempt}`;
+
+/** The deliveries of a job's data, whichever shape it was added in (a group, or one delivery before groups). */
+export function deliveriesOf(data: DeliveryJobData | { deliveryId: number; attempt: number }): DeliveryRef[] {
+  if ('deliveries' in data) return data.deliveries;
+  return [{ id: data.deliveryId, attempt: data.attempt }];
+}
 
 export class DeliveryQueue {
   readonly queue: Queue;
@@ -25,14 +47,15 @@ export class DeliveryQueue {
     this.queue.on('error', () => {});
   }
 
-  async add(jobs: readonly DeliveryJob[], retentionSeconds: number): Promise<void> {
-    if (jobs.length === 0) return;
+  /** One job per group, in one round trip. */
+  async add(groups: readonly DeliveryGroupJob[], retentionSeconds: number): Promise<void> {
+    if (groups.length === 0) return;
     await this.queue.addBulk(
-      jobs.map((d) => ({
+      groups.map((g) => ({
         name: 'deliver',
-        data: d,
+        data: { deliveries: g.deliveries } satisfies DeliveryJobData,
         opts: {
-          jobId: deliveryJobId(d),
+          jobId: g.jobId,
           attempts: 1,
           removeOnComplete: { age: retentionSeconds },
           removeOnFail: { age: retentionSeconds },
@@ -41,22 +64,21 @@ export class DeliveryQueue {
     );
   }
 
-  /** Jobs waiting or running: how much room is left before the high-water mark. */
+  /** Jobs waiting or running (each a group of deliveries): how much room is left before the high-water mark. */
   async depth(): Promise<number> {
     const counts = await this.queue.getJobCounts('wait', 'active', 'prioritized', 'delayed');
     return Object.values(counts).reduce((a, b) => a + b, 0);
   }
 
   /**
-   * Whether the job of this attempt is still in Redis, unfinished. A finished one (its processor
-   * threw before recording the attempt) is removed, so the attempt can be handed over again under
-   * the same id.
+   * Whether the job is still in Redis, unfinished. A finished one (its processor threw before
+   * recording its attempts, or it did not carry a delivery any more) is removed, so the same
+   * attempts can be handed over again under the same id.
    */
-  async carries(d: DeliveryJob): Promise<boolean> {
-    const id = deliveryJobId(d);
-    const state = await this.queue.getJobState(id);
+  async carries(jobId: string): Promise<boolean> {
+    const state = await this.queue.getJobState(jobId);
     if (state === 'waiting' || state === 'active' || state === 'delayed' || state === 'prioritized') return true;
-    if (state === 'completed' || state === 'failed') await this.queue.remove(id);
+    if (state === 'completed' || state === 'failed') await this.queue.remove(jobId);
     return false;
   }
 
@@ -65,26 +87,31 @@ export class DeliveryQueue {
   }
 }
 
-/** Run `process` for delivery jobs, `concurrency` at a time in this process. */
+/** Run `process` for delivery jobs, `concurrency` jobs at a time in this process. */
 export function startDeliveryWorker(opts: {
   redisUrl: string;
   prefix: string;
   concurrency: number;
   lockDurationMs: number;
   name: string;
-  process: (job: DeliveryJob) => Promise<void>;
+  process: (job: DeliveryGroupJob) => Promise<void>;
   logger: { warn(obj: object, msg?: string): void };
 }): { close(): Promise<void> } {
   const connection = redisConnection(opts.redisUrl);
   connection.on('error', () => {});
-  const worker = new Worker(WEBHOOK_QUEUE, (job: Job<DeliveryJob>) => opts.process(job.data), {
-    connection,
-    prefix: opts.prefix,
-    name: opts.name,
-    concurrency: opts.concurrency,
-    lockDuration: opts.lockDurationMs,
-    maxStalledCount: 10,
-  });
+  const worker = new Worker(
+    WEBHOOK_QUEUE,
+    (job: Job<DeliveryJobData | { deliveryId: number; attempt: number }>) =>
+      opts.process({ jobId: job.id!, deliveries: deliveriesOf(job.data) }),
+    {
+      connection,
+      prefix: opts.prefix,
+      name: opts.name,
+      concurrency: opts.concurrency,
+      lockDuration: opts.lockDurationMs,
+      maxStalledCount: 10,
+    },
+  );
   worker.on('error', (err) => opts.logger.warn({ err }, 'delivery worker error'));
   return {
     async close() {

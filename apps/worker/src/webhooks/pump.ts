@@ -7,7 +7,12 @@ export interface PumpOptions {
   queue: DeliveryQueue;
   /** Events numbered, and deliveries handed to the queue, per step. */
   pageSize: number;
-  /** Most delivery jobs in Redis (waiting or running): the rest wait, due, in PostgreSQL. */
+  /** Most deliveries per queue job (WEBHOOK_DELIVERY_BATCH). */
+  groupSize: number;
+  /**
+   * Most deliveries in Redis (waiting or running), counted as jobs × groupSize: the rest wait, due,
+   * in PostgreSQL.
+   */
   highWater: number;
   /** Pause when there was nothing to do. */
   idleMs: number;
@@ -21,10 +26,11 @@ const PURGE_EVERY_MS = 3_600_000;
 /**
  * The outbox's pump, run by every worker process: (1) publish — number committed events in order
  * and create their deliveries (one publisher transaction at a time across the pool, an advisory
- * lock); (2) dispatch — hand due deliveries to the delivery queue, oldest due first, only while the
- * queue holds fewer than `highWater` jobs (SKIP LOCKED: processes share the work); (3) purge events
- * older than EVENT_RETENTION_DAYS, hourly. A 100,000-item batch thus costs the ledger one insert per
- * chunk, and Redis at most `highWater` jobs whatever the backlog.
+ * lock); (2) dispatch — hand due deliveries to the delivery queue, oldest due first, one job per
+ * group of up to `groupSize`, only while the queue holds fewer than `highWater` deliveries (SKIP
+ * LOCKED: processes share the work); (3) purge events older than EVENT_RETENTION_DAYS, hourly. A
+ * 100,000-item batch thus costs the ledger one insert per chunk, and Redis at most `highWater`
+ * deliveries (`highWater / groupSize` jobs) whatever the backlog.
  */
 export class OutboxPump {
   private stopped = false;
@@ -49,21 +55,19 @@ export class OutboxPump {
     const { sql, queue, pageSize } = this.opts;
     const published = await publishEvents(sql, pageSize);
     if (published.published) eventsPublished.inc(published.published);
-    const room = Math.min(pageSize, this.opts.highWater - (await queue.depth()));
+    const { groupSize } = this.opts;
+    const room = Math.min(pageSize, this.opts.highWater - (await queue.depth()) * groupSize);
     let claimed = 0;
     if (room > 0) {
-      const due = await claimDueDeliveries(sql, room);
-      claimed = due.length;
+      const groups = await claimDueDeliveries(sql, room, groupSize);
+      for (const g of groups) claimed += g.deliveries.length;
       try {
-        await queue.add(
-          due.map((d) => ({ deliveryId: d.id, attempt: d.attempt })),
-          this.opts.jobRetentionSeconds,
-        );
+        await queue.add(groups, this.opts.jobRetentionSeconds);
       } catch (error) {
         // Not handed over: due again at once (the reconciler would find them otherwise, later).
         await requeueDeliveries(
           sql,
-          due.map((d) => d.id),
+          groups.flatMap((g) => g.deliveries.map((d) => d.id)),
           true,
         );
         throw error;
