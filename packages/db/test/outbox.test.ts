@@ -174,7 +174,8 @@ describe('the events outbox', () => {
   }) => {
     const { sql } = database;
     await publishAll(sql);
-    const [{ before }] = await sql<{ before: number }[]>`select coalesce(max(position), 0)::int as before from events`;
+    const [max] = await sql<{ before: number }[]>`select coalesce(max(position), 0)::int as before from events`;
+    const before = max!.before;
     expect(await publishEvents(sql, 10)).toEqual({ ran: false, published: 0, deliveries: 0 });
     const ids = Array.from({ length: 60 }, () => newId('evt'));
     await insertEvents(
