@@ -143,7 +143,7 @@ export const workerEnvSchema = z.object({
   }),
   WEBHOOK_POLL_MS: intVar(100, 10, 60_000).meta({
     description:
-      'How often an idle worker looks for new events to publish and due deliveries (the bound on delivery lag when idle).',
+      'How often an idle worker looks for new events to publish (one index probe when there are none) — the bound on delivery lag when idle. Due deliveries (retries, replays, re-driven ones) are looked for at least once a second, and at once after a publish created deliveries.',
   }),
   METRICS_PORT: intVar(0, 0, 65_535).meta({
     description: "Port of the worker's Prometheus endpoint, `GET /metrics` (`0`: no endpoint).",

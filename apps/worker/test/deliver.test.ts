@@ -284,4 +284,64 @@ describe('delivering a group of webhook deliveries', () => {
       await receiver.close();
     }
   });
+  test('an idle pump asks PostgreSQL one probe per step; it looks at the queue when deliveries appear, or once in dispatchEveryMs', async ({
+    database,
+    owner,
+  }) => {
+    const { sql } = database;
+    await quiet(sql);
+    const receiver = await startWebhookReceiver();
+    try {
+      await endpoint(sql, owner.id, receiver);
+      let depthCalls = 0;
+      const added: DeliveryGroup[] = [];
+      const queue = {
+        depth: async () => {
+          depthCalls++;
+          return 0;
+        },
+        add: async (groups: DeliveryGroup[]) => {
+          added.push(...groups);
+        },
+      } as unknown as DeliveryQueue;
+      const counted = counting(sql);
+      const pump = new OutboxPump({
+        sql: counted.sql,
+        queue,
+        pageSize: 1000,
+        groupSize: 10,
+        highWater: 10_000,
+        idleMs: 1000,
+        dispatchEveryMs: 3_600_000,
+        retentionDays: 30,
+        jobRetentionSeconds: 60,
+        logger: silent,
+      });
+      await pump.step(); // the first step looks at everything (and purges, hourly)
+      const [depth0, statements0] = [depthCalls, counted.statements()];
+      for (let i = 0; i < 5; i++) await pump.step();
+      expect(depthCalls).toBe(depth0);
+      expect(counted.statements() - statements0).toBe(5);
+      // New events: published, and their deliveries handed over in the same step.
+      const ids = Array.from({ length: 3 }, () => newId('evt'));
+      await insertEvents(
+        sql,
+        ids.map((id) => ({
+          id,
+          ownerId: owner.id,
+          type: 'payout.created' as const,
+          questId: null,
+          allocationId: null,
+          batchId: null,
+          data: {},
+          createdAt: new Date(),
+        })),
+      );
+      await pump.step();
+      expect(depthCalls).toBe(depth0 + 1);
+      expect(added.flatMap((g) => g.deliveries).length).toBe(3);
+    } finally {
+      await receiver.close();
+    }
+  });
 });

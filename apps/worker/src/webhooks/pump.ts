@@ -16,6 +16,11 @@ export interface PumpOptions {
   highWater: number;
   /** Pause when there was nothing to do. */
   idleMs: number;
+  /**
+   * Look for due deliveries at least this often (retries coming due, replays, re-driven ones); a
+   * step that published deliveries, or found a full page, looks at once. Default 1000.
+   */
+  dispatchEveryMs?: number;
   retentionDays: number;
   jobRetentionSeconds: number;
   logger: { info(obj: object, msg?: string): void; warn(obj: object, msg?: string): void };
@@ -37,6 +42,8 @@ export class OutboxPump {
   private loop: Promise<void> | undefined;
   private wake: (() => void) | undefined;
   private lastPurge = 0;
+  private lastDispatch = 0;
+  private dispatchNow = true;
 
   constructor(private readonly opts: PumpOptions) {}
 
@@ -56,8 +63,17 @@ export class OutboxPump {
     const published = await publishEvents(sql, pageSize);
     if (published.published) eventsPublished.inc(published.published);
     const { groupSize } = this.opts;
-    const room = Math.min(pageSize, this.opts.highWater - (await queue.depth()) * groupSize);
+    // Idle, a step is one probe of PostgreSQL (publishEvents); the queue's depth and the due
+    // deliveries are looked at when there is reason to (new deliveries, a full page last time) or
+    // once every dispatchEveryMs — every worker runs a pump, ten steps a second each.
+    const dispatch =
+      this.dispatchNow || published.deliveries > 0 || Date.now() - this.lastDispatch >= (this.opts.dispatchEveryMs ?? 1000);
+    let room = 0;
     let claimed = 0;
+    if (dispatch) {
+      this.lastDispatch = Date.now();
+      room = Math.min(pageSize, this.opts.highWater - (await queue.depth()) * groupSize);
+    }
     if (room > 0) {
       const groups = await claimDueDeliveries(sql, room, groupSize);
       for (const g of groups) claimed += g.deliveries.length;
@@ -83,6 +99,8 @@ export class OutboxPump {
       }
       if (purged) this.opts.logger.info({ purged, before }, 'events past retention deleted');
     }
+    // A backlog (the queue at its high water, or a full page claimed): look again next step.
+    if (dispatch) this.dispatchNow = room <= 0 || claimed === room;
     return published.published === pageSize || (room > 0 && claimed === room);
   }
 
