@@ -26,6 +26,8 @@ export interface BenchOptions {
   redisCluster: boolean;
   keep: boolean;
   reference: boolean;
+  /** KEY=VALUE settings for the service's API and worker processes (attribution experiments). */
+  env?: string[];
 }
 
 function program(): Command {
@@ -84,6 +86,10 @@ function program(): Command {
       '--redis-cluster',
       'run on a three-master Redis Cluster the bench starts on free loopback ports (instead of --redis-url)',
       false,
+    )
+    .option(
+      '--env <KEY=VALUE...>',
+      "extra environment of the service's API and worker processes, e.g. --env RATE_LIMITS_ENABLED=false (to attribute a feature's cost)",
     )
     .option('--keep', 'keep the bench database and Redis keys afterwards (for inspection)', false)
     .option(

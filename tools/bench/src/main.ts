@@ -58,6 +58,20 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 
 const profileDir = opts.profile ? resolve(opts.out, 'profiles', tag) : undefined;
 /** node flags for a spawned process: --cpu-prof when profiling its role (Node 20 refuses it in NODE_OPTIONS). */
+/** --env KEY=VALUE … as an environment (a malformed entry stops the run before anything starts). */
+function serviceEnv(pairs: readonly string[] | undefined): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const pair of pairs ?? []) {
+    const m = /^([A-Z][A-Z0-9_]*)=(.*)$/.exec(pair);
+    if (!m) {
+      console.error(`--env ${pair}: expected KEY=VALUE`);
+      process.exit(2);
+    }
+    env[m[1]!] = m[2]!;
+  }
+  return env;
+}
+
 function profileArgs(role: 'api' | 'worker'): string[] {
   if (!profileDir || (opts.profile !== 'all' && opts.profile !== role)) return [];
   const dir = join(profileDir, role);
@@ -99,7 +113,13 @@ async function main() {
   // Scenarios of the shared service need it running; admin (the CLI against the database) and
   // api-scale (processes of its own on a Redis of its own) do not.
   const ctx = [...selected].some((name) => name !== 'admin' && name !== 'api-scale')
-    ? await startService(base, { selected, reference: opts.reference, runtime: opts.runtime, profileArgs })
+    ? await startService(base, {
+        selected,
+        reference: opts.reference,
+        runtime: opts.runtime,
+        profileArgs,
+        env: serviceEnv(opts.env),
+      })
     : undefined;
 
   const outputs = await runScenarios(base, ctx, { selected, opts, profileArgs });

@@ -16,6 +16,8 @@ export interface ServiceOptions {
   runtime: 'tsx' | 'bundle';
   /** node flags for a spawned process of the role (--cpu-prof when profiling it). */
   profileArgs(role: 'api' | 'worker'): string[];
+  /** Extra environment of the API and the workers (--env), applied last. */
+  env?: Record<string, string>;
 }
 
 /** The limit runs' pool, open between openLimitPool() and closeLimitPool() (ended on teardown too). */
@@ -49,6 +51,7 @@ export async function startService(base: BaseCtx, o: ServiceOptions): Promise<Ct
     // owner has an endpoint, so they only write the events the outbox always writes.
     WEBHOOK_SECRET_KEY: randomBytes(32).toString('hex'),
     WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
+    ...o.env,
   };
   let workers: Service[] = [];
   let generation = 0;
