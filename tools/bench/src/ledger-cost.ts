@@ -78,6 +78,26 @@ async function main() {
       { name: 'plain: 5 statements, each awaited', run: plain },
       { name: 'plain, no one-decision trigger', ...noTrigger, run: plain },
       {
+        name: 'plain, the three writes in one statement (data-modifying CTEs)',
+        run: async (s, i) => {
+          await s.begin(async (tx) => {
+            await tx`select id from quests where id = ${i.questId} for no key update`;
+            const [a] = await tx<
+              { id: number }[]
+            >`select id from accounts where lower(pass_address) = ${i.address.toLowerCase()}`;
+            const now = new Date();
+            await tx`
+              with paid as (
+                insert into payouts (id, quest_id, account_id, amount, request_key, created_at)
+                values (${newId('pay', now.getTime())}, ${i.questId}, ${a!.id}, 1, ${newId('alc')}, ${now})
+              ), credited as (
+                update accounts set balance = balance + 1 where id = ${a!.id}
+              )
+              update quests set points_remaining = points_remaining - 1 where id = ${i.questId}`;
+          });
+        },
+      },
+      {
         name: 'plain + the outbox event row',
         run: async (s, i) => {
           // The plain transaction with one more statement: the event the ledger writes per credit.
@@ -108,6 +128,8 @@ async function main() {
         },
       },
     ];
+    // ONLY=<n>: just that variant (for a CPU profile of one transaction shape).
+    if (process.env.ONLY !== undefined) variants.splice(0, variants.length, variants[Number(process.env.ONLY)]!);
     const r = rng(11);
     const pick = () => ({
       questId: quests[Math.floor(r() * quests.length)]!,
