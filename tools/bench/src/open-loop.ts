@@ -27,17 +27,22 @@ export interface OpenLoopOptions {
   pick: () => { questId: number; address: string };
   /** Give up on a request after this long (counted as a timeout). */
   timeoutMs?: number;
+  /**
+   * A pool to reuse (its connections stay open from one run to the next: a ladder of steps does not
+   * pay connection set-up at every step); the run then neither makes nor closes one.
+   */
+  pool?: Pool;
+}
+
+/** A connection pool for runOpenLoop's `pool`, up to `connections` connections. */
+export function openLoopPool(baseUrl: string, connections: number, timeoutMs = 30_000): Pool {
+  return new Pool(baseUrl, { connections, pipelining: 1, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
 }
 
 const PAYOUT_ID = /"id":"(pay_[0-9a-z]+)"/;
 
 export async function runOpenLoop(opts: OpenLoopOptions): Promise<LoadResult & { due: number }> {
-  const pool = new Pool(opts.baseUrl, {
-    connections: opts.connections,
-    pipelining: 1,
-    headersTimeout: opts.timeoutMs ?? 30_000,
-    bodyTimeout: opts.timeoutMs ?? 30_000,
-  });
+  const pool = opts.pool ?? openLoopPool(opts.baseUrl, opts.connections, opts.timeoutMs);
   const latencies: number[] = [];
   const payoutIds: string[] = [];
   const otherStatus: Record<string, number> = {};
@@ -100,7 +105,7 @@ export async function runOpenLoop(opts: OpenLoopOptions): Promise<LoadResult & {
   });
   await Promise.all(inFlight);
   const elapsedS = (performance.now() - t0) / 1000;
-  await pool.close();
+  if (!opts.pool) await pool.close();
   return {
     connections: opts.connections,
     elapsedS,
