@@ -174,6 +174,12 @@ export const GOALS: Goal[] = [
     target: 0.9,
   },
   {
+    name: 'webhooks: … the same by the service\'s CPU per allocation (receiver not counted)',
+    figure: measured('webhooks', 'capacity with one endpoint', 'x'),
+    compare: '>=',
+    target: 0.9,
+  },
+  {
     name: 'webhooks: delivery lag p99 ≤ 1 s at that rate',
     figure: measured('webhooks', 'delivery lag p99', 'ms'),
     compare: '<=',

@@ -2,7 +2,8 @@ import { performance } from 'node:perf_hooks';
 import { startWebhookReceiver, type WebhookReceiver } from '@quest/testing/webhooks';
 import { until } from '@quest/testing/wait';
 import type { Ctx, ScenarioOutput, Verdict } from '../context.ts';
-import { cpuNote } from '../figures.ts';
+import { cpuNote, cpuPerCredit } from '../figures.ts';
+import { cpuDelta, cpuSnapshot } from '../probes/cpu.ts';
 import { measured } from '../measure.ts';
 import { type BenchOwner, seedOwner, seedQuests } from '../seed.ts';
 import { formatValue, groupThousands, summarize } from '../stats.ts';
@@ -114,6 +115,8 @@ export async function webhooksScenario(ctx: Ctx): Promise<ScenarioOutput> {
     ctx.log(`webhooks: throughput with one subscribed endpoint (receiver at ${receiver.url})`);
     const withRun = await run(withEndpoint, 'webhooks-with', 32);
     const loadEnd = Date.now();
+    // The deliveries the load left behind are its cost too: the service's CPU until they arrived.
+    const drainFrom = cpuSnapshot(ctx.services());
     const runEvents = await infra.sql<{ id: string }[]>`
       select id from events where owner_id = ${subscribed.ownerId} and quest_id = any(${withRun.quests}::int[]) order by id`;
     const lags = await delivered(
@@ -121,6 +124,7 @@ export async function webhooksScenario(ctx: Ctx): Promise<ScenarioOutput> {
       runEvents.map((e) => e.id),
       'webhooks run',
     );
+    const drainCpu = cpuDelta(drainFrom, cpuSnapshot(ctx.services()));
     const drainS = (Math.max(...runEvents.map((e) => receiver.events.get(e.id)!.receivedAt)) - loadEnd) / 1000;
     const lag = summarize(lags);
     if (runEvents.length < withRun.load.ok200)
@@ -129,6 +133,16 @@ export async function webhooksScenario(ctx: Ctx): Promise<ScenarioOutput> {
     ctx.log('webhooks: throughput without an endpoint, again');
     const after = await run(ctx, 'webhooks-without-2', 33);
     const withoutRate = (before.load.rate + after.load.rate) / 2;
+    // Capacity, the receiver aside: on a machine of its own the service's rate is its CPU ÷ its CPU
+    // per allocation, so the ratio of those is what one endpoint costs it — whatever the receiver (in
+    // this bench process, on the same 2 cores here; a customer's server in production) takes.
+    const cpuWithout =
+      ((cpuPerCredit(before.cpu, before.load.ok200, 'service') ?? 0) +
+        (cpuPerCredit(after.cpu, after.load.ok200, 'service') ?? 0)) /
+      2;
+    const withCpu = { ...withRun.cpu };
+    for (const [group, seconds] of Object.entries(drainCpu)) withCpu[group] = (withCpu[group] ?? 0) + seconds;
+    const cpuWith = cpuPerCredit(withCpu, withRun.load.ok200, 'service') ?? 0;
 
     // The batch: POST → every event verified by the receiver.
     const [questId] = await seedQuests(infra.sql, subscribed.ownerId, 1, 'webhooks-batch');
@@ -193,6 +207,18 @@ export async function webhooksScenario(ctx: Ctx): Promise<ScenarioOutput> {
           service: withRun.load.rate,
           limit: withoutRate,
         },
+        {
+          metric: 'service CPU per allocation: without / with one endpoint (deliveries included)',
+          unit: 'text',
+          service: `${formatValue(cpuWithout, 'ms')} / ${formatValue(cpuWith, 'ms')}`,
+          limit: undefined,
+        },
+        {
+          metric: 'capacity with one endpoint ÷ without (service CPU per allocation; the receiver not counted)',
+          unit: 'x',
+          service: cpuWith > 0 ? cpuWithout / cpuWith : null,
+          limit: undefined,
+        },
         { metric: 'delivery lag p50', unit: 'ms', service: lag.p50, limit: undefined },
         { metric: 'delivery lag p99', unit: 'ms', service: lag.p99, limit: undefined },
         { metric: 'deliveries still arriving after the load stopped', unit: 's', service: drainS, limit: undefined },
@@ -218,7 +244,7 @@ export async function webhooksScenario(ctx: Ctx): Promise<ScenarioOutput> {
       ],
       {
         without1: { ...lean(before.load), cpu: before.cpu },
-        with: { ...lean(withRun.load), cpu: withRun.cpu, events: runEvents.length, lag, drainS },
+        with: { ...lean(withRun.load), cpu: withRun.cpu, drainCpu, events: runEvents.length, lag, drainS },
         without2: { ...lean(after.load), cpu: after.cpu },
         batch: {
           items: addresses.length,
