@@ -16,7 +16,7 @@ export interface AllocateRequest {
   ownerId: string;
   questId: number;
   points: number;
-  /** As validated by the route: EIP-55 checksummed. */
+  /** As validated by the route: lower-cased (the ledger matches accounts in any case). */
   address: string;
   /** The client's Idempotency-Key header, if any. */
   idempotencyKey: string | undefined;
