@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, vi } from 'vitest';
-import { REPO_ROOT, serviceEntry, startWorker, test } from '@quest/testing';
+import { REPO_ROOT, serviceArgs, startWorker, test } from '@quest/testing';
 
 /**
  * Run the healthcheck the way the container does: its bundle with plain node (the suite's global
@@ -11,10 +11,8 @@ import { REPO_ROOT, serviceEntry, startWorker, test } from '@quest/testing';
  * tsx each call took about 0.9 s, and the waits below poll it.
  */
 function healthcheck(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; out: string }> {
-  const entry = serviceEntry('worker-healthcheck');
-  const loader = entry.endsWith('.mjs') ? [] : ['--import', 'tsx'];
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...loader, entry, ...args], {
+    const child = spawn(process.execPath, [...serviceArgs('worker-healthcheck'), ...args], {
       cwd: REPO_ROOT,
       // No developer's .env, unless a test names one (the check reads it as the worker does).
       env: { PATH: process.env.PATH ?? '', ENV_FILE: '/dev/null', ...env },

@@ -61,6 +61,15 @@ export function serviceEntry(app: keyof typeof BUNDLES): string {
   return bundleIsFresh(join(REPO_ROOT, BUNDLES[app]), dirs) ? BUNDLES[app] : SOURCES[app];
 }
 
+/**
+ * node's arguments to run a service's entry (see serviceEntry), for a test that spawns it itself:
+ * the bundle with plain node, else the TypeScript through tsx. The path is absolute.
+ */
+export function serviceArgs(app: keyof typeof BUNDLES): string[] {
+  const entry = serviceEntry(app);
+  return [...(/\.(mjs|js)$/.test(entry) ? [] : ['--import', 'tsx']), join(REPO_ROOT, entry)];
+}
+
 const MAX_PROBLEMS = 200;
 
 /**
