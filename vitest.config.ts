@@ -64,6 +64,10 @@ export default defineConfig({
         test: {
           name: 'unit',
           env: NO_ENV_FILE,
+          // Unit files share a worker's module cache instead of importing everything again per file:
+          // the project's 46 files take ~6 s instead of ~12.5 s here. They mock nothing global and
+          // keep no state between files (checked: shuffled file orders, one and two workers).
+          isolate: false,
           include: ['packages/*/src/**/*.test.ts', 'apps/*/src/**/*.test.ts', 'tools/*/src/**/*.test.ts'],
         },
       },
