@@ -32,7 +32,7 @@ const targets = [
   { entry: 'apps/worker/src/healthcheck.ts', out: 'apps/worker/dist/healthcheck.mjs' },
   // quest-admin: bin/quest-admin.js runs this bundle while it is newer than the sources (else tsx).
   // Split at the CLI's dynamic imports (one per command): the entry holds only the command line,
-  // and each command's code and packages (postgres.js, BullMQ, viem, the API client) are in chunks
+  // and each command's code and packages (postgres.js, BullMQ, the API client) are in chunks
   // under dist/chunks/ that load when that command runs. A single file would load every package
   // at start: about 1.5 s of a `--version` here, paid by every call.
   { entry: 'apps/admin/src/cli.ts', out: 'apps/admin/dist/cli.mjs', split: true },

@@ -9,7 +9,7 @@ import { ACTION_STATUSES, type ActionStatus } from '@quest/domain/quest';
  *
  * They run while the command line is parsed, before a command is chosen: like the rest of the
  * start-up path (main.ts, program.ts) they import only modules that load no heavy package (no
- * viem, postgres, BullMQ, ioredis), so `--help`, `--version` and a usage error answer at once.
+ * postgres, BullMQ, ioredis), so `--help`, `--version` and a usage error answer at once.
  */
 
 const INT4_MAX = 2_147_483_647;

@@ -55,10 +55,15 @@ describe('quest-admin loads only what the command needs', () => {
     for (const run of runs) expect(run.packages.filter((p) => HEAVY.includes(p))).toEqual([]);
   });
 
-  it('a database command loads postgres.js, not BullMQ nor ioredis', async () => {
-    const run = await loaded(['owner', 'list', '--json'], { DATABASE_URL: db.url });
+  it('a database command loads postgres.js, not viem, BullMQ nor ioredis', async () => {
+    const run = await loaded(['owner', 'create', '--name', 'startup', '--pass', `0x${'ab'.repeat(20)}`, '--json'], {
+      DATABASE_URL: db.url,
+    });
     expect(run.code, run.stderr).toBe(0);
     expect(run.packages).toContain('postgres');
+    // The pass address's checksum is a Keccak-256 of @noble/hashes, not viem's.
+    expect(run.packages).toContain('@noble/hashes');
+    expect(run.packages).not.toContain('viem');
     expect(run.packages).not.toContain('bullmq');
     expect(run.packages).not.toContain('ioredis');
   });

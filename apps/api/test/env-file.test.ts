@@ -3,13 +3,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { partitionsKey } from '@quest/queue';
-import { test } from '@quest/testing';
+import { serviceArgs, test } from '@quest/testing';
 import { Redis } from 'ioredis';
 import { describe, expect, vi } from 'vitest';
-
-const serverTs = fileURLToPath(new URL('../src/server.ts', import.meta.url));
 
 async function freePort(): Promise<number> {
   const server = createServer();
@@ -35,7 +32,8 @@ describe('server.ts and a .env file', () => {
         'LOG_LEVEL=info',
       ].join('\n'),
     );
-    const child = spawn(process.execPath, ['--import', 'tsx', serverTs], {
+    // server.ts as tests start it elsewhere: its bundle while fresh, else through tsx (see serviceEntry).
+    const child = spawn(process.execPath, serviceArgs('api'), {
       env: { PATH: process.env.PATH ?? '', ENV_FILE: envFile, QUEUE_PREFIX: redis.prefix },
     });
     let out = '';

@@ -1,13 +1,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { test } from '@quest/testing';
+import { serviceArgs, test } from '@quest/testing';
 import { describe, expect, vi } from 'vitest';
 import { OpenApiContract } from './helpers.ts';
 
-const serverTs = fileURLToPath(new URL('../src/server.ts', import.meta.url));
-
+/** server.ts as tests start it elsewhere: its bundle while fresh, else through tsx (see serviceEntry). */
 function startServer(env: Record<string, string>): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', serverTs], {
+  const child = spawn(process.execPath, serviceArgs('api'), {
     env: { PATH: process.env.PATH ?? '', ENV_FILE: '/dev/null', ...env },
   });
   let out = '';

@@ -3,12 +3,16 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, vi } from 'vitest';
-import { REPO_ROOT, startWorker, test } from '@quest/testing';
+import { REPO_ROOT, serviceArgs, startWorker, test } from '@quest/testing';
 
-/** Run the healthcheck the way the container does (through tsx here; the image runs the bundle). */
+/**
+ * Run the healthcheck the way the container does: its bundle with plain node (the suite's global
+ * setup builds it), or the TypeScript through tsx when a source is newer than the bundle. Through
+ * tsx each call took about 0.9 s, and the waits below poll it.
+ */
 function healthcheck(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'apps/worker/src/healthcheck.ts', ...args], {
+    const child = spawn(process.execPath, [...serviceArgs('worker-healthcheck'), ...args], {
       cwd: REPO_ROOT,
       // No developer's .env, unless a test names one (the check reads it as the worker does).
       env: { PATH: process.env.PATH ?? '', ENV_FILE: '/dev/null', ...env },

@@ -1,11 +1,11 @@
 import { spawn } from 'node:child_process';
 import net from 'node:net';
 import { describe, expect } from 'vitest';
-import { REPO_ROOT, test } from '@quest/testing';
+import { REPO_ROOT, serviceArgs, test } from '@quest/testing';
 
-/** Run the worker until it exits by itself; everything it printed, and its exit code. */
+/** Run the worker (its bundle while fresh, as tests start it elsewhere: see serviceEntry) until it exits by itself; everything it printed, and its exit code. */
 function runWorker(env: Record<string, string>, until?: (out: string) => boolean) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'apps/worker/src/main.ts'], {
+  const child = spawn(process.execPath, serviceArgs('worker'), {
     cwd: REPO_ROOT,
     env: { ...process.env, LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,8 +1,10 @@
-// The utils entry point: half the load time and memory of the package root, with what we need.
-import { getAddress, isAddress } from 'viem/utils';
+// EIP-55 is a Keccak-256 of the lower-case hex: @noble/hashes' keccak_256 (what viem computes it
+// with) loads in a few milliseconds, where viem/utils took about 0.3 s of every process's start-up.
+import { keccak_256 } from '@noble/hashes/sha3';
 import { z } from 'zod';
 
 const HEX_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+const ascii = new TextEncoder();
 
 /**
  * Normalise a pass address to EIP-55 checksum form, whatever letter case it arrives in.
@@ -12,9 +14,16 @@ const HEX_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
  */
 export function toChecksumAddress(input: string): `0x${string}` | null {
   if (!HEX_ADDRESS.test(input)) return null;
-  const lower = input.toLowerCase();
-  if (!isAddress(lower, { strict: false })) return null;
-  return getAddress(lower);
+  const hex = input.slice(2).toLowerCase();
+  // Letter i is upper-cased when nibble i of the hash of the lower-case hex digits is 8 or more.
+  const hash = keccak_256(ascii.encode(hex));
+  let out = '0x';
+  for (let i = 0; i < 40; i++) {
+    const digit = hex[i]!;
+    const nibble = i % 2 === 0 ? hash[i >> 1]! >> 4 : hash[i >> 1]! & 0x0f;
+    out += nibble >= 8 && digit > '9' ? digit.toUpperCase() : digit;
+  }
+  return out as `0x${string}`;
 }
 
 /** Zod schema: accepts a hex address in any case and outputs its checksum form. */

@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { bundleIsFresh } from '@quest/admin/bin/fresh.js';
 import { freePort } from './ports.ts';
@@ -38,7 +38,13 @@ export interface SpawnOptions {
 }
 
 /** Where `npm run build` (scripts/build.mjs) bundles each service, relative to REPO_ROOT. */
-const BUNDLES = { api: 'apps/api/dist/server.mjs', worker: 'apps/worker/dist/main.mjs' } as const;
+const BUNDLES = {
+  api: 'apps/api/dist/server.mjs',
+  worker: 'apps/worker/dist/main.mjs',
+  /** The worker container's healthcheck (apps/worker/src/healthcheck.ts). */
+  'worker-healthcheck': 'apps/worker/dist/healthcheck.mjs',
+} as const;
+const SOURCES = { api: ENTRIES.api, worker: ENTRIES.worker, 'worker-healthcheck': 'apps/worker/src/healthcheck.ts' } as const;
 
 /**
  * The entry a test starts for a service: its bundle when one exists that no source of the app or
@@ -49,9 +55,19 @@ const BUNDLES = { api: 'apps/api/dist/server.mjs', worker: 'apps/worker/dist/mai
  * runs stale code, because an edit makes the bundle stale.
  */
 export function serviceEntry(app: keyof typeof BUNDLES): string {
-  const dirs = [join(REPO_ROOT, 'apps', app, 'src')];
+  // The app's sources: the directory of its entry (apps/<app>/src).
+  const dirs = [join(REPO_ROOT, dirname(SOURCES[app]))];
   for (const p of readdirSync(join(REPO_ROOT, 'packages'))) dirs.push(join(REPO_ROOT, 'packages', p, 'src'));
-  return bundleIsFresh(join(REPO_ROOT, BUNDLES[app]), dirs) ? BUNDLES[app] : ENTRIES[app];
+  return bundleIsFresh(join(REPO_ROOT, BUNDLES[app]), dirs) ? BUNDLES[app] : SOURCES[app];
+}
+
+/**
+ * node's arguments to run a service's entry (see serviceEntry), for a test that spawns it itself:
+ * the bundle with plain node, else the TypeScript through tsx. The path is absolute.
+ */
+export function serviceArgs(app: keyof typeof BUNDLES): string[] {
+  const entry = serviceEntry(app);
+  return [...(/\.(mjs|js)$/.test(entry) ? [] : ['--import', 'tsx']), join(REPO_ROOT, entry)];
 }
 
 const MAX_PROBLEMS = 200;

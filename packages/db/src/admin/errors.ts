@@ -5,7 +5,7 @@ import type { Sql } from '../client.ts';
  * checked here as well as in the CLI, so no caller can store a row the service would misread (an
  * unchecksummed address, an inverted window, an unsafe integer). This module imports nothing at
  * run time (quest-admin loads it at start, through ./lists); the pass address check, which needs
- * viem for the checksum, is in ./pass.ts.
+ * a Keccak-256 for the checksum, is in ./pass.ts.
  */
 
 export const ADMIN_ERROR_CODES = [
