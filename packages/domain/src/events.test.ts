@@ -47,7 +47,7 @@ describe('planEvents', () => {
     expect(events[0]!.id < events[1]!.id).toBe(true);
   });
 
-  it('sends a single request\'s rejection with the checksummed address, a batch item\'s as sent', () => {
+  it("sends a single request's rejection with the checksummed address, a batch item's as sent", () => {
     const lower = '0x52908400098527886e0f7030069857d2e4169ee7';
     const rejected: PlanItem[] = [
       { key: 'alc_9', questId: 7, points: 1, address: lower },

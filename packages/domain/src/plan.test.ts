@@ -55,7 +55,7 @@ describe('planRequests', () => {
     expect(p.outcomes[2]).toMatchObject({ payout: { account: { pass: B } } });
   });
 
-  it('stores a single request\'s rejection with the checksummed address, a batch item\'s as sent', () => {
+  it("stores a single request's rejection with the checksummed address, a batch item's as sent", () => {
     const lower = '0x52908400098527886e0f7030069857d2e4169ee7';
     const p = plan(
       [

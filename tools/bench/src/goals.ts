@@ -174,7 +174,7 @@ export const GOALS: Goal[] = [
     target: 0.9,
   },
   {
-    name: 'webhooks: … the same by the service\'s CPU per allocation (receiver not counted)',
+    name: "webhooks: … the same by the service's CPU per allocation (receiver not counted)",
     figure: measured('webhooks', 'capacity with one endpoint', 'x'),
     compare: '>=',
     target: 0.9,
