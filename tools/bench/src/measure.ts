@@ -17,6 +17,8 @@ import { ioDelta, ioSnapshot, redisCommandCounts } from './probes/io.ts';
  * box), then account the CPU every process used during it, and note when other processes took
  * a noticeable share (the numbers are then disturbed, not representative).
  *
+ * `warmUp`: run after the wait and before the accounting (not measured).
+ *
  * `sampleEveryMs`: for runs whose processes exit before the end (a CLI run, its PostgreSQL
  * backends, parallel query workers), sample the CPU that often and keep each exited process's
  * last sample, so their work is not counted as other people's.
@@ -25,7 +27,7 @@ export async function measured<T>(
   ctx: BaseCtx,
   label: string,
   fn: () => Promise<T>,
-  opts: { sampleEveryMs?: number } = {},
+  opts: { sampleEveryMs?: number; warmUp?: () => Promise<unknown> } = {},
 ): Promise<{
   result: T;
   cpu: Record<string, number>;
@@ -43,6 +45,9 @@ export async function measured<T>(
   if (q.waitedS > 1.5)
     ctx.log(`${label}: waited ${q.waitedS.toFixed(0)} s for the machine to quieten (busy ${Math.round(q.busy * 100)}%)`);
   if (q.busy >= 0.2) ctx.disturbances.push(`${label}: machine ${Math.round(q.busy * 100)}% busy with other work before the run`);
+  // After the wait, not before it: idle connections (the service's pools, the load's) may have
+  // been closed while the machine quietened, and a steady client would not pay for opening them.
+  await opts.warmUp?.();
   const services = ctx.services();
   const redisBefore = await redisCommandCounts(ctx.infra.redis);
   const ioBefore = ioSnapshot(services);

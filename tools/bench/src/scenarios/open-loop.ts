@@ -1,4 +1,4 @@
-import type { Ctx, ScenarioOutput, Verdict } from '../context.ts';
+import type { Ctx, ScenarioOutput } from '../context.ts';
 import type { LoadResult } from '../http-load.ts';
 import { measured } from '../measure.ts';
 import { openLoopPool, runOpenLoop } from '../open-loop.ts';
@@ -8,14 +8,14 @@ import { finish, lean, sumValues, verifyLoad } from '../verify.ts';
 
 /**
  * Open loop (`open-loop.ts`): allocations arrive at a constant rate over 1,000 quests, stepped up
- * by STEP× from START/s, each step `openLoopStepS` seconds (after a 1 s warm-up at 100/s), until a step is not
+ * by STEP× from START/s, each step `openLoopStepS` seconds (after 1 s at its rate, not measured), until a step is not
  * sustained — every request answered 200 and p99 (from each request's due time) ≤ P99_LIMIT_MS.
  * Then the same ladder on the reference service. Reported: the highest sustained rate of each side
  * and its p99, and the first rate that was not sustained.
  */
 
 export const OPEN_LOOP_P99_LIMIT_MS = 100;
-const START = 200;
+const START = 100;
 const STEP = 1.25;
 const MAX_STEPS = 16;
 /** Connections at most: enough for every request due within 0.4 s at the highest step. */
@@ -58,29 +58,16 @@ async function ladder(ctx: Ctx, side: 'service' | 'reference', baseUrl: string, 
   });
   const pool = openLoopPool(baseUrl, MAX_CONNECTIONS);
   const runs: LoadResult[] = [];
+  const run = (rate: number, durationS: number) =>
+    runOpenLoop({ baseUrl, apiKey: ctx.owner.apiKey, rate, durationS, connections: MAX_CONNECTIONS, pick, pool });
   try {
-    const warm = await runOpenLoop({
-      baseUrl,
-      apiKey: ctx.owner.apiKey,
-      rate: 100,
-      durationS: 1,
-      connections: MAX_CONNECTIONS,
-      pick,
-      pool,
-    });
-    runs.push(warm);
     for (let i = 0, rate = START; i < MAX_STEPS; i++, rate = Math.round(rate * STEP)) {
-      const { result: load, cpu } = await measured(ctx, `open-loop ${side} ${rate}/s`, () =>
-        runOpenLoop({
-          baseUrl,
-          apiKey: ctx.owner.apiKey,
-          rate,
-          durationS: ctx.cfg.openLoopStepS,
-          connections: MAX_CONNECTIONS,
-          pick,
-          pool,
-        }),
-      );
+      // Each step is warmed up for 1 s at its own rate right before it is measured (after the wait
+      // for a quiet machine, during which pools may close idle connections): a steady client at
+      // that rate has its connections open.
+      const { result: load, cpu } = await measured(ctx, `open-loop ${side} ${rate}/s`, () => run(rate, ctx.cfg.openLoopStepS), {
+        warmUp: async () => runs.push(await run(rate, 1)),
+      });
       runs.push(load);
       const s = sustainedStep(load);
       steps.push({ rate, load: lean(load), cpu, ...s });
