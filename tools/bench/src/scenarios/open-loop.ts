@@ -27,6 +27,8 @@ interface Step {
   sustained: boolean;
   why: string;
   cpu: Record<string, number>;
+  /** Commands Redis executed during the step (of which Lua scripts), all processes. */
+  redis?: { commands: number; scripts: number };
 }
 
 /** Whether a step held its rate: nothing but 200s, every due request answered, p99 within the limit. */
@@ -65,14 +67,18 @@ async function ladder(ctx: Ctx, side: 'service' | 'reference', baseUrl: string, 
       // Each step is warmed up for 1 s at its own rate right before it is measured (after the wait
       // for a quiet machine, during which pools may close idle connections): a steady client at
       // that rate has its connections open.
-      const { result: load, cpu } = await measured(ctx, `open-loop ${side} ${rate}/s`, () => run(rate, ctx.cfg.openLoopStepS), {
+      const {
+        result: load,
+        cpu,
+        redis,
+      } = await measured(ctx, `open-loop ${side} ${rate}/s`, () => run(rate, ctx.cfg.openLoopStepS), {
         warmUp: async () => runs.push(await run(rate, 1)),
       });
       runs.push(load);
       const s = sustainedStep(load);
-      steps.push({ rate, load: lean(load), cpu, ...s });
+      steps.push({ rate, load: lean(load), cpu, redis, ...s });
       ctx.log(
-        `open-loop ${side} ${rate}/s: ${load.ok200}/${load.due} × 200, p50 ${formatValue(load.latency.p50, 'ms')}, p99 ${formatValue(load.latency.p99, 'ms')}${s.sustained ? '' : ` — not sustained: ${s.why}`}`,
+        `open-loop ${side} ${rate}/s: ${load.ok200}/${load.due} × 200, p50 ${formatValue(load.latency.p50, 'ms')}, p99 ${formatValue(load.latency.p99, 'ms')}; CPU ${(sideCpu(side, cpu) / ctx.cfg.openLoopStepS).toFixed(2)} cores, ${formatValue((sideCpu(side, cpu) * 1000) / Math.max(1, load.ok200), 'ms')} per allocation${side === 'service' && redis ? `, ${(redis.commands / Math.max(1, load.ok200)).toFixed(1)} Redis commands per allocation` : ''}${s.sustained ? '' : ` — not sustained: ${s.why}`}`,
       );
       if (!s.sustained) break;
     }
@@ -96,6 +102,19 @@ async function ladder(ctx: Ctx, side: 'service' | 'reference', baseUrl: string, 
   const best = [...steps].reverse().find((s) => s.sustained);
   const failed = steps.find((s) => !s.sustained);
   return { steps, best, failed, verdicts };
+}
+
+/**
+ * CPU-seconds of one side's processes over a step: the service's API, workers, their PostgreSQL
+ * backends and Redis, or the reference and its backends (WAL writing counted on both).
+ */
+export function sideCpu(side: 'service' | 'reference', cpu: Record<string, number>): number {
+  const ofSide = (k: string) =>
+    k === 'postgres (shared: WAL, checkpoints)' ||
+    (side === 'reference'
+      ? k === 'reference' || k === 'postgres: reference queries'
+      : !/^(bench \(|other |reference|postgres: reference)/.test(k));
+  return Object.entries(cpu).reduce((a, [k, v]) => (ofSide(k) ? a + v : a), 0);
 }
 
 const sum = <T>(list: readonly T[], f: (t: T) => number) => list.reduce((a, t) => a + f(t), 0);
