@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runOpenLoop } from './open-loop.ts';
-import { sideCpu, sustainedStep } from './scenarios/open-loop.ts';
+import { sustainedStep } from './scenarios/open-loop.ts';
 import { summarize } from './stats.ts';
 
 describe('open-loop load', () => {
@@ -86,25 +86,5 @@ describe('sustainedStep', () => {
       '3 of 100 not answered 200, 2 errors, 1 timeouts',
     );
     expect(sustainedStep({ ...ok, latency: summarize([]) }).sustained).toBe(false);
-  });
-});
-
-describe('sideCpu', () => {
-  const cpu = {
-    'bench (load generator + limit driver)': 0.7,
-    api: 1.5,
-    'bench-w1': 1.4,
-    'postgres: worker transactions': 2.4,
-    'postgres: API queries': 0.1,
-    'postgres (shared: WAL, checkpoints)': 0.02,
-    'redis-server': 1.0,
-    reference: 0.06,
-    'postgres: reference queries': 0.01,
-    'other processes (not this bench)': 0.7,
-  };
-
-  it("counts one side's processes, WAL writing on both, never the load generator or other people's", () => {
-    expect(sideCpu('service', cpu)).toBeCloseTo(1.5 + 1.4 + 2.4 + 0.1 + 0.02 + 1.0);
-    expect(sideCpu('reference', cpu)).toBeCloseTo(0.06 + 0.01 + 0.02);
   });
 });

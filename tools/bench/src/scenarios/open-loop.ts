@@ -1,4 +1,5 @@
 import type { Ctx, ScenarioOutput } from '../context.ts';
+import { cpuPerCredit } from '../figures.ts';
 import type { LoadResult } from '../http-load.ts';
 import { measured } from '../measure.ts';
 import { openLoopPool, runOpenLoop } from '../open-loop.ts';
@@ -51,8 +52,8 @@ export function sustainedStep(
 async function ladder(ctx: Ctx, side: 'service' | 'reference', baseUrl: string, seed: number) {
   const steps: Step[] = [];
   const r = rng(seed);
-  // One set of quests and one pool for the whole ladder, warmed up first: a step must not pay for
-  // connection set-up or for the first authorization of its quests, which no steady client does.
+  // One set of quests and one pool for the whole ladder, each step warmed up (below): a step must not
+  // pay for connection set-up or for the first authorization of its quests, which no steady client does.
   const quests = await seedQuests(ctx.infra.sql, ctx.owner.ownerId, ctx.cfg.throughputQuests, `open-${side}`);
   const pick = () => ({
     questId: quests[Math.floor(r() * quests.length)]!,
@@ -77,8 +78,12 @@ async function ladder(ctx: Ctx, side: 'service' | 'reference', baseUrl: string, 
       runs.push(load);
       const s = sustainedStep(load);
       steps.push({ rate, load: lean(load), cpu, redis, ...s });
+      // CPU of this side's processes (cpuPerCredit's grouping): per second of the step, and per allocation.
+      const cores = (cpuPerCredit(cpu, ctx.cfg.openLoopStepS, side) ?? 0) / 1000;
+      const perAllocation = cpuPerCredit(cpu, load.ok200, side);
+      const redisPerAllocation = side === 'service' && redis && load.ok200 ? redis.commands / load.ok200 : undefined;
       ctx.log(
-        `open-loop ${side} ${rate}/s: ${load.ok200}/${load.due} × 200, p50 ${formatValue(load.latency.p50, 'ms')}, p99 ${formatValue(load.latency.p99, 'ms')}; CPU ${(sideCpu(side, cpu) / ctx.cfg.openLoopStepS).toFixed(2)} cores, ${formatValue((sideCpu(side, cpu) * 1000) / Math.max(1, load.ok200), 'ms')} per allocation${side === 'service' && redis ? `, ${(redis.commands / Math.max(1, load.ok200)).toFixed(1)} Redis commands per allocation` : ''}${s.sustained ? '' : ` — not sustained: ${s.why}`}`,
+        `open-loop ${side} ${rate}/s: ${load.ok200}/${load.due} × 200, p50 ${formatValue(load.latency.p50, 'ms')}, p99 ${formatValue(load.latency.p99, 'ms')}; CPU ${cores.toFixed(2)} cores, ${formatValue(perAllocation, 'ms')} per allocation${redisPerAllocation === undefined ? '' : `, ${redisPerAllocation.toFixed(1)} Redis commands per allocation`}${s.sustained ? '' : ` — not sustained: ${s.why}`}`,
       );
       if (!s.sustained) break;
     }
@@ -102,19 +107,6 @@ async function ladder(ctx: Ctx, side: 'service' | 'reference', baseUrl: string, 
   const best = [...steps].reverse().find((s) => s.sustained);
   const failed = steps.find((s) => !s.sustained);
   return { steps, best, failed, verdicts };
-}
-
-/**
- * CPU-seconds of one side's processes over a step: the service's API, workers, their PostgreSQL
- * backends and Redis, or the reference and its backends (WAL writing counted on both).
- */
-export function sideCpu(side: 'service' | 'reference', cpu: Record<string, number>): number {
-  const ofSide = (k: string) =>
-    k === 'postgres (shared: WAL, checkpoints)' ||
-    (side === 'reference'
-      ? k === 'reference' || k === 'postgres: reference queries'
-      : !/^(bench \(|other |reference|postgres: reference)/.test(k));
-  return Object.entries(cpu).reduce((a, [k, v]) => (ofSide(k) ? a + v : a), 0);
 }
 
 const sum = <T>(list: readonly T[], f: (t: T) => number) => list.reduce((a, t) => a + f(t), 0);
