@@ -12,6 +12,7 @@ import {
   ReplySender,
   redisConnection,
 } from '@quest/queue';
+import { cpuSeconds } from './probes/cpu.ts';
 import { formatValue, markdownTable, percentile } from './stats.ts';
 
 /**
@@ -21,7 +22,9 @@ import { formatValue, markdownTable, percentile } from './stats.ts';
  * requests one after another, but the worker's processor answers at once: no PostgreSQL. Beside it,
  * the round trips every request of the reference service makes: PostgreSQL `select 1`, and a Redis
  * `PING`, each from Node. A lone allocation cannot be faster than this floor plus its ledger
- * transaction, which is the whole work of the reference service.
+ * transaction, which is the whole work of the reference service. The queued requests' CPU is
+ * measured too, per request: this process (the producer and its reply listener), the worker
+ * process (from /proc), and Redis (its own `INFO cpu`, main thread and children).
  */
 
 const program = new Command()
@@ -59,6 +62,27 @@ async function runWorker(prefix: string) {
   process.on('SIGTERM', () => void pool.close().then(() => process.exit(0)));
 }
 
+/** CPU seconds Redis has used, by its own account (INFO cpu: used_cpu_user + used_cpu_sys). */
+async function redisCpuSeconds(redis: Redis): Promise<number> {
+  const info = await redis.info('cpu');
+  const field = (name: string) => Number(new RegExp(`^${name}:([0-9.]+)`, 'm').exec(info)?.[1] ?? Number.NaN);
+  return field('used_cpu_user') + field('used_cpu_sys');
+}
+
+/** CPU milliseconds per call of `fn` over the calls `run` makes: this process, the worker, Redis. */
+async function cpuPerRequest(redis: Redis, workerPid: number, calls: number, run: () => Promise<unknown>) {
+  const self0 = process.cpuUsage();
+  const worker0 = cpuSeconds(workerPid)?.cpu ?? Number.NaN;
+  const redis0 = await redisCpuSeconds(redis);
+  await run();
+  const self = process.cpuUsage(self0);
+  const worker1 = cpuSeconds(workerPid)?.cpu ?? Number.NaN;
+  const redis1 = await redisCpuSeconds(redis);
+  const per = (seconds: number) => (seconds * 1000) / calls;
+  const cpu = { producer: per((self.user + self.system) / 1e6), worker: per(worker1 - worker0), redis: per(redis1 - redis0) };
+  return { ...cpu, total: cpu.producer + cpu.worker + cpu.redis };
+}
+
 async function timed(n: number, fn: () => Promise<unknown>): Promise<number[]> {
   const ms: number[] = [];
   for (let i = 0; i < n; i++) {
@@ -93,11 +117,15 @@ async function main() {
     await timed(300, () => allocator.allocate(item()));
     await timed(300, () => redis.ping());
     await timed(300, () => sql`select 1`);
+    let queueMs: number[] = [];
+    const cpu = await cpuPerRequest(redis, worker.pid!, n, async () => {
+      queueMs = await timed(n, () => allocator.allocate(item()));
+    });
     const rows = [
       {
         key: 'queue',
         what: 'queued no-op request: add → worker → reply (the service minus HTTP and PostgreSQL)',
-        ms: await timed(n, () => allocator.allocate(item())),
+        ms: queueMs,
       },
       { key: 'redis', what: 'Redis PING from Node (one round trip)', ms: await timed(n, () => redis.ping()) },
       { key: 'postgres', what: 'PostgreSQL select 1 from Node (one round trip)', ms: await timed(n, () => sql`select 1`) },
@@ -107,7 +135,7 @@ async function main() {
       return { p50: percentile(sorted, 50), p90: percentile(sorted, 90), p99: percentile(sorted, 99) };
     };
     if (opts.json) {
-      console.log(JSON.stringify(Object.fromEntries(rows.map((r) => [r.key, quantiles(r.ms)]))));
+      console.log(JSON.stringify({ ...Object.fromEntries(rows.map((r) => [r.key, quantiles(r.ms)])), cpu }));
       return;
     }
     console.log(
@@ -118,6 +146,10 @@ async function main() {
           return [r.what, ...[50, 90, 99].map((p) => formatValue(percentile(sorted, p), 'ms'))];
         }),
       ),
+    );
+    const ms = (v: number) => formatValue(v, 'ms');
+    console.log(
+      `\nCPU per queued no-op request: ${ms(cpu.total)} (producer ${ms(cpu.producer)}, worker ${ms(cpu.worker)}, Redis ${ms(cpu.redis)})`,
     );
   } finally {
     await allocator.close();

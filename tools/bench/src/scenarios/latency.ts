@@ -20,9 +20,17 @@ interface Quantiles {
 /**
  * The queue floor in this run (`queue-floor.ts`, its own process and key prefix): lone no-op
  * requests through the service's producer, partition pool and reply stream, no HTTP, no PostgreSQL.
- * A lone allocation is the reference's work plus this, at best.
+ * A lone allocation is the reference's work plus this, at best — in time and in CPU.
  */
-async function queueFloor(ctx: Ctx, requests: number): Promise<{ queue: Quantiles; redis: Quantiles; postgres: Quantiles }> {
+interface QueueFloor {
+  queue: Quantiles;
+  redis: Quantiles;
+  postgres: Quantiles;
+  /** CPU milliseconds per queued no-op request: its producer process, the worker process, Redis. */
+  cpu: { producer: number; worker: number; redis: number; total: number };
+}
+
+async function queueFloor(ctx: Ctx, requests: number): Promise<QueueFloor> {
   const script = fileURLToPath(new URL('../queue-floor.ts', import.meta.url));
   const { stdout } = await promisify(execFile)(
     process.execPath,
@@ -130,6 +138,12 @@ export async function latencyScenario(ctx: Ctx): Promise<ScenarioOutput> {
         limit: undefined,
       },
       {
+        metric: 'queue floor CPU per request (producer + worker + Redis)',
+        unit: 'text',
+        service: `${formatValue(floor.cpu.total, 'ms')} (${formatValue(floor.cpu.producer, 'ms')} + ${formatValue(floor.cpu.worker, 'ms')} + ${formatValue(floor.cpu.redis, 'ms')})`,
+        limit: undefined,
+      },
+      {
         metric: 'p50 ÷ (reference p50 + queue floor p50)',
         unit: 'x',
         service: ref ? load.latency.p50 / (ref.load.latency.p50 + floor.queue.p50) : null,
@@ -152,7 +166,7 @@ export async function latencyScenario(ctx: Ctx): Promise<ScenarioOutput> {
     },
     [
       `latency: I/O system calls per allocation (reads + writes): ${ioNote(svcIo, load.ok200)}${ref ? `; reference ${ioNote(ref.io, ref.load.ok200)}` : ''}`,
-      `latency: queue floor p50 ${formatValue(floor.queue.p50, 'ms')}, p99 ${formatValue(floor.queue.p99, 'ms')}; Redis PING p50 ${formatValue(floor.redis.p50, 'ms')}; PostgreSQL select 1 p50 ${formatValue(floor.postgres.p50, 'ms')}`,
+      `latency: queue floor p50 ${formatValue(floor.queue.p50, 'ms')}, p99 ${formatValue(floor.queue.p99, 'ms')}, CPU per request ${formatValue(floor.cpu.total, 'ms')} (producer ${formatValue(floor.cpu.producer, 'ms')}, worker ${formatValue(floor.cpu.worker, 'ms')}, Redis ${formatValue(floor.cpu.redis, 'ms')}); Redis PING p50 ${formatValue(floor.redis.p50, 'ms')}; PostgreSQL select 1 p50 ${formatValue(floor.postgres.p50, 'ms')}`,
       `latency: ${load.ok200} × 200, ${load.accepted202} × 202; max ${formatValue(load.latency.max, 'ms')} (limit max ${formatValue(direct.latency.max, 'ms')})`,
       cpuNote('idle (service)', idle.wallS, idle.cpu),
       cpuNote('latency (service)', load.elapsedS, svcCpu, load.ok200),
