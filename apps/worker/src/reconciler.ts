@@ -5,7 +5,7 @@ import {
   findStrandedBatches,
   findStrandedDeliveries,
   findStrandedRequests,
-  requeueDeliveries,
+  touchDeliveries,
   type StrandedRequest,
   type Sql,
   touchBatch,
@@ -13,6 +13,7 @@ import {
 } from '@quest/db';
 import {
   type DeliveryQueue,
+  type DeliveryRef,
   legacyDeliveryJobId,
   PartitionQueues,
   reconcilerLastRunKey,
@@ -185,33 +186,39 @@ export class Reconciler {
     }
 
     // Webhook deliveries handed to the queue long ago and still pending, whose job is gone: one
-    // question to Redis per job (a job carries a group of deliveries).
+    // question to Redis per job (a job carries a group of deliveries). A lost job is added again
+    // under its own id with the deliveries it still carries, never regrouped: a late copy of it
+    // (an add that was still on its way when Redis was asked) is the same job to BullMQ, or, once
+    // that one has finished, finds its deliveries recorded and sends nothing. Regrouping them under
+    // a new id let such a copy and the new job both send (docs/events.md).
     const deliveries = this.opts.deliveryQueue
       ? await findStrandedDeliveries(sql, { olderThanMs: this.opts.minAgeMs, limit: this.opts.limit })
       : [];
-    const byJob = new Map<string, number[]>();
+    const byJob = new Map<string, { stored: string | null; refs: DeliveryRef[] }>();
     for (const d of deliveries) {
       const jobId = d.jobId ?? legacyDeliveryJobId(d);
-      const list = byJob.get(jobId);
-      if (list) list.push(d.id);
-      else byJob.set(jobId, [d.id]);
+      const group = byJob.get(jobId);
+      if (group) group.refs.push({ id: d.id, attempt: d.attempt });
+      else byJob.set(jobId, { stored: d.jobId, refs: [{ id: d.id, attempt: d.attempt }] });
     }
-    const alive: number[] = [];
-    const lost: number[] = [];
-    for (const [jobId, ids] of byJob) {
-      if (await this.opts.deliveryQueue!.carries(jobId)) alive.push(...ids);
-      else lost.push(...ids);
-    }
-    await requeueDeliveries(sql, alive, false);
-    await requeueDeliveries(sql, lost, true);
-    if (lost.length) {
-      this.opts.logger.info({ kind: 'delivery', count: lost.length, first: lost[0] }, 're-driven');
-      redrives.inc({ kind: 'delivery' }, lost.length);
+    let deliveriesRedriven = 0;
+    for (const [jobId, { stored, refs }] of byJob) {
+      if (!(await this.opts.deliveryQueue!.carries(jobId))) {
+        await this.opts.deliveryQueue!.add([{ jobId, deliveries: refs }], this.opts.retentionSeconds);
+        this.opts.logger.info({ kind: 'delivery', jobId, count: refs.length, first: refs[0]!.id }, 're-driven');
+        redrives.inc({ kind: 'delivery' }, refs.length);
+        deliveriesRedriven += refs.length;
+      }
+      await touchDeliveries(
+        sql,
+        refs.map((r) => r.id),
+        stored,
+      );
     }
 
     this.totals.requests += requestsRedriven;
     this.totals.batches += batchesRedriven;
-    this.totals.deliveries += lost.length;
+    this.totals.deliveries += deliveriesRedriven;
     const run: ReconcilerRun = {
       at: new Date().toISOString(),
       member: this.opts.memberId,
@@ -220,7 +227,7 @@ export class Reconciler {
       batchesChecked: batches.length,
       batchesRedriven,
       deliveriesChecked: deliveries.length,
-      deliveriesRedriven: lost.length,
+      deliveriesRedriven,
     };
     await this.redis.set(reconcilerLastRunKey(prefix), JSON.stringify(run));
     return run;

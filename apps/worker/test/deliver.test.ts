@@ -1,17 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect } from 'vitest';
-import {
-  claimDueDeliveries,
-  type DeliveryGroup,
-  insertEndpoint,
-  insertEvents,
-  publishEvents,
-  requeueDeliveries,
-  type Sql,
-} from '@quest/db';
+import { claimDueDeliveries, type DeliveryGroup, insertEndpoint, insertEvents, publishEvents, type Sql } from '@quest/db';
 import { DEFAULT_RETRY_SCHEDULE, encryptSecret, newId, newWebhookSecret } from '@quest/domain';
 import type { DeliveryQueue } from '@quest/queue';
-import { startWebhookReceiver, test, type WebhookReceiver } from '@quest/testing';
+import { handOverAgain, startWebhookReceiver, test, type WebhookReceiver } from '@quest/testing';
 import { type DeliverDeps, deliverGroup, type GroupResult, SignerCache } from '../src/webhooks/deliver.ts';
 import { OutboxPump } from '../src/webhooks/pump.ts';
 
@@ -169,7 +161,7 @@ describe('delivering a group of webhook deliveries', () => {
       const [stale] = await claim(sql, 100);
       const all = stale!.deliveries.map((d) => d.id);
       // The queue lost it (as the reconciler decides), and the same attempts went out again, grouped otherwise.
-      await requeueDeliveries(sql, all, true);
+      await handOverAgain(sql, all);
       const regrouped = await claim(sql, ids.length);
       expect(regrouped.map((g) => g.jobId)).not.toContain(stale!.jobId);
       expect(regrouped.flatMap((g) => g.deliveries.map((d) => d.id)).sort()).toEqual([...all].sort());
@@ -280,6 +272,48 @@ describe('delivering a group of webhook deliveries', () => {
       const before = added.length;
       await full.step();
       expect(added.length).toBe(before);
+    } finally {
+      await receiver.close();
+    }
+  });
+  test('a failed add leaves the deliveries handed over to their jobs, for the reconciler to add again', async ({
+    database,
+    owner,
+  }) => {
+    const { sql } = database;
+    await quiet(sql);
+    const receiver = await startWebhookReceiver();
+    try {
+      const endpointId = await endpoint(sql, owner.id, receiver);
+      await events(sql, owner.id, 3);
+      const tried: DeliveryGroup[] = [];
+      const queue = {
+        depth: async () => 0,
+        add: async (groups: DeliveryGroup[]) => {
+          tried.push(...groups);
+          throw new Error('Command timed out'); // it may have reached Redis all the same
+        },
+      } as unknown as DeliveryQueue;
+      const pump = new OutboxPump({
+        sql,
+        queue,
+        pageSize: 1000,
+        groupSize: 2,
+        highWater: 10_000,
+        idleMs: 1000,
+        retentionDays: 30,
+        jobRetentionSeconds: 60,
+        logger: silent,
+      });
+      await expect(pump.step()).rejects.toThrow('Command timed out');
+      expect(tried).toHaveLength(2);
+      const rows = await sql<{ id: number; job_id: string | null; enqueued_at: Date | null }[]>`
+        select id, job_id, enqueued_at from webhook_deliveries where endpoint_id = ${endpointId} order by id`;
+      expect(rows).toHaveLength(3);
+      const jobOf = new Map(tried.flatMap((g) => g.deliveries.map((d) => [d.id, g.jobId] as const)));
+      for (const r of rows) expect([r.job_id, r.enqueued_at !== null]).toEqual([jobOf.get(Number(r.id)), true]);
+      // Not due again: no second job can be made of them beside one that may exist.
+      expect(await claimDueDeliveries(sql, 100, 2)).toEqual([]);
     } finally {
       await receiver.close();
     }

@@ -9,7 +9,7 @@ import { Reconciler } from '../src/reconciler.ts';
 const silent = { info: () => {}, warn: () => {} };
 
 describe('the reconciler and webhook deliveries', () => {
-  test('hands over again a delivery the queue lost, and only restarts the clock of one it still carries', async ({
+  test('adds a lost delivery job again under its own id, and only restarts the clock of one the queue still carries', async ({
     database,
     redis,
     owner,
@@ -75,10 +75,16 @@ describe('the reconciler and webhook deliveries', () => {
       // Carried: its clock restarts (it is not suspected again for another minAge).
       expect(rows[0]!.enqueued_at!.getTime()).toBeGreaterThanOrEqual(started.getTime());
       expect(rows[0]!.job_id).toBe(groups[0]!.jobId);
-      // Lost: due again now, for the dispatcher to hand over, and carried by no job (a late copy sends nothing).
-      expect(rows[1]!.enqueued_at).toBeNull();
-      expect(rows[1]!.job_id).toBeNull();
-      expect(rows[1]!.next_attempt_at.getTime()).toBeGreaterThanOrEqual(started.getTime());
+      // Lost: its job is added again, under the same id and with the same attempt, and the row stays
+      // handed over to it (its clock restarted), not regrouped into a job of another id.
+      expect(rows[1]!.job_id).toBe(groups[1]!.jobId);
+      expect(rows[1]!.enqueued_at!.getTime()).toBeGreaterThanOrEqual(started.getTime());
+      const readded = await queue.queue.getJob(groups[1]!.jobId);
+      expect(readded?.data).toEqual({ deliveries: [{ id: ids[1], attempt: 1 }] });
+      expect(await readded!.getState()).toBe('waiting');
+      // A late copy of the first add (one that was still on its way) is the same job to BullMQ.
+      await queue.add([groups[1]!], 600);
+      expect(await queue.queue.getJobCounts('wait')).toEqual({ wait: 2 });
       const after = (await redrives.get()).values.find((v) => v.labels.kind === 'delivery')!.value;
       expect(after - before).toBe(1);
       // Nothing suspect left.

@@ -320,13 +320,15 @@ export function findStrandedDeliveries(sql: Sql, q: { olderThanMs: number; limit
 }
 
 /**
- * The queue lost these (`lost`: due again now, and no job carries them any more, so a late copy of
- * the old one sends nothing), or they are alive (only their clock restarts).
+ * Restart the clock of deliveries handed to the queue: their job is alive, or it was just added
+ * again (the reconciler), so they are not suspects until RECONCILER_MIN_AGE_MS has passed again.
+ * Only rows still handed over under `jobId` (null: a delivery handed over before jobs were grouped).
  */
-export async function requeueDeliveries(sql: Sql, ids: readonly number[], lost: boolean): Promise<void> {
+export async function touchDeliveries(sql: Sql, ids: readonly number[], jobId: string | null): Promise<void> {
   if (ids.length === 0) return;
-  await sql`update webhook_deliveries set ${lost ? sql`enqueued_at = null, job_id = null, next_attempt_at = now()` : sql`enqueued_at = now()`}
-            where id = any(${ids as number[]}::bigint[]) and status = 'pending' and enqueued_at is not null`;
+  await sql`update webhook_deliveries set enqueued_at = now()
+            where id = any(${ids as number[]}::bigint[]) and status = 'pending' and enqueued_at is not null
+              and job_id is not distinct from ${jobId}`;
 }
 
 export interface DeliveryLogRow {

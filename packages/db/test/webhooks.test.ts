@@ -1,7 +1,7 @@
 import { describe, expect } from 'vitest';
-import { claimDueDeliveries, insertEndpoint, insertEvents, publishEvents, recordAttempts, requeueDeliveries } from '@quest/db';
+import { claimDueDeliveries, insertEndpoint, insertEvents, publishEvents, recordAttempts } from '@quest/db';
 import { newId } from '@quest/domain';
-import { test } from '@quest/testing';
+import { handOverAgain, test } from '@quest/testing';
 
 describe('webhook deliveries in groups', () => {
   test('claiming names each group by its deliveries and attempts; an attempt is recorded once', async ({ database, owner }) => {
@@ -37,7 +37,7 @@ describe('webhook deliveries in groups', () => {
     expect(await claimDueDeliveries(sql, 100, size)).toEqual([]);
 
     // The same attempts handed over again in the same groups: the same job ids (one job in Redis).
-    await requeueDeliveries(sql, ids, true);
+    await handOverAgain(sql, ids);
     const again = await claimDueDeliveries(sql, 100, size);
     expect(again).toEqual(groups);
 

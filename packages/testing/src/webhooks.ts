@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Sql } from '@quest/db';
 import { Webhook } from 'standardwebhooks';
 
 /**
@@ -116,4 +117,14 @@ export async function startWebhookReceiver(opts: { port?: number } = {}): Promis
   receiver.up = () => listen(receiver.port);
   receiver.close = () => (server.listening ? stop() : Promise.resolve());
   return receiver;
+}
+
+/**
+ * Make deliveries due again and claimable by a new group, as if the queue had lost their job and
+ * they had been handed over afresh: what a stale job must survive (the service itself re-adds a
+ * lost job under its own id; see the reconciler).
+ */
+export async function handOverAgain(sql: Sql, ids: readonly number[]): Promise<void> {
+  await sql`update webhook_deliveries set enqueued_at = null, job_id = null, next_attempt_at = now()
+            where id = any(${ids as number[]}::bigint[]) and status = 'pending'`;
 }

@@ -1,4 +1,4 @@
-import { claimDueDeliveries, publishEvents, purgeEvents, requeueDeliveries, type Sql } from '@quest/db';
+import { claimDueDeliveries, publishEvents, purgeEvents, type Sql } from '@quest/db';
 import type { DeliveryQueue } from '@quest/queue';
 import { eventsPublished } from '../metrics.ts';
 
@@ -77,17 +77,10 @@ export class OutboxPump {
     if (room > 0) {
       const groups = await claimDueDeliveries(sql, room, groupSize);
       for (const g of groups) claimed += g.deliveries.length;
-      try {
-        await queue.add(groups, this.opts.jobRetentionSeconds);
-      } catch (error) {
-        // Not handed over: due again at once (the reconciler would find them otherwise, later).
-        await requeueDeliveries(
-          sql,
-          groups.flatMap((g) => g.deliveries.map((d) => d.id)),
-          true,
-        );
-        throw error;
-      }
+      // If the add fails, the deliveries stay handed over to their jobs: the add may have reached
+      // Redis all the same (a timeout), and making them due again here could put them in a second
+      // job beside the first. The reconciler adds the jobs Redis does not have, under the same ids.
+      await queue.add(groups, this.opts.jobRetentionSeconds);
     }
     if (Date.now() - this.lastPurge > PURGE_EVERY_MS) {
       this.lastPurge = Date.now();
