@@ -109,6 +109,10 @@ export function startDeliveryWorker(opts: {
       name: opts.name,
       concurrency: opts.concurrency,
       lockDuration: opts.lockDurationMs,
+      // A job is moved back to wait on the second stalled check that finds it unlocked: with
+      // BullMQ's default 30 s interval, a killed worker's deliveries waited up to a minute beyond
+      // their lock (the fault suite's SIGKILL scenario saw them unrecorded 60 s after its load).
+      stalledInterval: opts.lockDurationMs,
       maxStalledCount: 10,
     },
   );
