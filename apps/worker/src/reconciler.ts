@@ -194,27 +194,23 @@ export class Reconciler {
     const deliveries = this.opts.deliveryQueue
       ? await findStrandedDeliveries(sql, { olderThanMs: this.opts.minAgeMs, limit: this.opts.limit })
       : [];
-    const byJob = new Map<string, { stored: string | null; refs: DeliveryRef[] }>();
+    const byJob = new Map<string, DeliveryRef[]>();
     for (const d of deliveries) {
       const jobId = d.jobId ?? legacyDeliveryJobId(d);
-      const group = byJob.get(jobId);
-      if (group) group.refs.push({ id: d.id, attempt: d.attempt });
-      else byJob.set(jobId, { stored: d.jobId, refs: [{ id: d.id, attempt: d.attempt }] });
+      const refs = byJob.get(jobId);
+      if (refs) refs.push({ id: d.id, attempt: d.attempt });
+      else byJob.set(jobId, [{ id: d.id, attempt: d.attempt }]);
     }
     let deliveriesRedriven = 0;
-    for (const [jobId, { stored, refs }] of byJob) {
-      if (!(await this.opts.deliveryQueue!.carries(jobId))) {
-        await this.opts.deliveryQueue!.add([{ jobId, deliveries: refs }], this.opts.retentionSeconds);
-        this.opts.logger.info({ kind: 'delivery', jobId, count: refs.length, first: refs[0]!.id }, 're-driven');
-        redrives.inc({ kind: 'delivery' }, refs.length);
-        deliveriesRedriven += refs.length;
-      }
-      await touchDeliveries(
-        sql,
-        refs.map((r) => r.id),
-        stored,
-      );
+    for (const [jobId, refs] of byJob) {
+      if (await this.opts.deliveryQueue!.carries(jobId)) continue;
+      await this.opts.deliveryQueue!.add([{ jobId, deliveries: refs }], this.opts.retentionSeconds);
+      this.opts.logger.info({ kind: 'delivery', jobId, count: refs.length, first: refs[0]!.id }, 're-driven');
+      redrives.inc({ kind: 'delivery' }, refs.length);
+      deliveriesRedriven += refs.length;
     }
+    // Alive or added again: either way their clocks restart, in one statement.
+    await touchDeliveries(sql, deliveries);
 
     this.totals.requests += requestsRedriven;
     this.totals.batches += batchesRedriven;

@@ -322,13 +322,13 @@ export function findStrandedDeliveries(sql: Sql, q: { olderThanMs: number; limit
 /**
  * Restart the clock of deliveries handed to the queue: their job is alive, or it was just added
  * again (the reconciler), so they are not suspects until RECONCILER_MIN_AGE_MS has passed again.
- * Only rows still handed over under `jobId` (null: a delivery handed over before jobs were grouped).
+ * Each only while still handed over under its `jobId` (null: handed over before jobs were grouped).
  */
-export async function touchDeliveries(sql: Sql, ids: readonly number[], jobId: string | null): Promise<void> {
-  if (ids.length === 0) return;
-  await sql`update webhook_deliveries set enqueued_at = now()
-            where id = any(${ids as number[]}::bigint[]) and status = 'pending' and enqueued_at is not null
-              and job_id is not distinct from ${jobId}`;
+export async function touchDeliveries(sql: Sql, deliveries: readonly { id: number; jobId: string | null }[]): Promise<void> {
+  if (deliveries.length === 0) return;
+  await sql`update webhook_deliveries d set enqueued_at = now()
+            from unnest(${deliveries.map((d) => d.id)}::bigint[], ${deliveries.map((d) => d.jobId)}::text[]) as v(id, job_id)
+            where d.id = v.id and d.status = 'pending' and d.enqueued_at is not null and d.job_id is not distinct from v.job_id`;
 }
 
 export interface DeliveryLogRow {
