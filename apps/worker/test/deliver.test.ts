@@ -5,7 +5,7 @@ import { DEFAULT_RETRY_SCHEDULE, encryptSecret, newId, newWebhookSecret } from '
 import type { DeliveryQueue } from '@quest/queue';
 import { handOverAgain, startWebhookReceiver, test, type WebhookReceiver } from '@quest/testing';
 import { type DeliverDeps, deliverGroup, type GroupResult, SignerCache } from '../src/webhooks/deliver.ts';
-import { OutboxPump } from '../src/webhooks/pump.ts';
+import { OutboxPump, type PumpOptions } from '../src/webhooks/pump.ts';
 
 const silent = { info: () => {}, warn: () => {} };
 const key = randomBytes(32);
@@ -66,6 +66,21 @@ async function claim(sql: Sql, size: number): Promise<DeliveryGroup[]> {
 async function quiet(sql: Sql) {
   await sql`update webhook_deliveries set next_attempt_at = now() + interval '1 day' where status = 'pending'`;
 }
+
+/** A pump over `queue` with the tests' defaults; `opts` overrides them. */
+const pumpOver = (sql: Sql, queue: DeliveryQueue, opts: Partial<PumpOptions> = {}) =>
+  new OutboxPump({
+    sql,
+    queue,
+    pageSize: 1000,
+    groupSize: 10,
+    highWater: 10_000,
+    idleMs: 1000,
+    retentionDays: 30,
+    jobRetentionSeconds: 60,
+    logger: silent,
+    ...opts,
+  });
 
 const deps = (sql: Sql, extra: Partial<DeliverDeps> = {}): DeliverDeps => ({
   sql,
@@ -237,17 +252,7 @@ describe('delivering a group of webhook deliveries', () => {
           added.push(...groups);
         },
       } as unknown as DeliveryQueue;
-      const pump = new OutboxPump({
-        sql,
-        queue,
-        pageSize: 1000,
-        groupSize,
-        highWater: 10_000,
-        idleMs: 1000,
-        retentionDays: 30,
-        jobRetentionSeconds: 60,
-        logger: silent,
-      });
+      const pump = pumpOver(sql, queue, { groupSize });
       await pump.step();
       expect(added).toHaveLength(Math.ceil(deliveries / groupSize));
       expect(Math.max(...added.map((g) => g.deliveries.length))).toBe(groupSize);
@@ -258,16 +263,9 @@ describe('delivering a group of webhook deliveries', () => {
       expect(row).toEqual({ n: deliveries, jobs: added.length });
       // A queue that already holds the high-water mark gets nothing more.
       await events(sql, owner.id, 1);
-      const full = new OutboxPump({
-        sql,
-        queue: { depth: async () => 2, add: queue.add } as unknown as DeliveryQueue,
-        pageSize: 1000,
+      const full = pumpOver(sql, { depth: async () => 2, add: queue.add } as unknown as DeliveryQueue, {
         groupSize,
         highWater: 2 * groupSize,
-        idleMs: 1000,
-        retentionDays: 30,
-        jobRetentionSeconds: 60,
-        logger: silent,
       });
       const before = added.length;
       await full.step();
@@ -294,17 +292,7 @@ describe('delivering a group of webhook deliveries', () => {
           throw new Error('Command timed out'); // it may have reached Redis all the same
         },
       } as unknown as DeliveryQueue;
-      const pump = new OutboxPump({
-        sql,
-        queue,
-        pageSize: 1000,
-        groupSize: 2,
-        highWater: 10_000,
-        idleMs: 1000,
-        retentionDays: 30,
-        jobRetentionSeconds: 60,
-        logger: silent,
-      });
+      const pump = pumpOver(sql, queue, { groupSize: 2 });
       await expect(pump.step()).rejects.toThrow('Command timed out');
       expect(tried).toHaveLength(2);
       const rows = await sql<{ id: number; job_id: string | null; enqueued_at: Date | null }[]>`
@@ -339,18 +327,7 @@ describe('delivering a group of webhook deliveries', () => {
         },
       } as unknown as DeliveryQueue;
       const counted = counting(sql);
-      const pump = new OutboxPump({
-        sql: counted.sql,
-        queue,
-        pageSize: 1000,
-        groupSize: 10,
-        highWater: 10_000,
-        idleMs: 1000,
-        dispatchEveryMs: 3_600_000,
-        retentionDays: 30,
-        jobRetentionSeconds: 60,
-        logger: silent,
-      });
+      const pump = pumpOver(counted.sql, queue, { dispatchEveryMs: 3_600_000 });
       await pump.step(); // the first step looks at everything (and purges, hourly)
       const [depth0, statements0] = [depthCalls, counted.statements()];
       for (let i = 0; i < 5; i++) await pump.step();
