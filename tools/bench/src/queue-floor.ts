@@ -69,18 +69,18 @@ async function redisCpuSeconds(redis: Redis): Promise<number> {
   return field('used_cpu_user') + field('used_cpu_sys');
 }
 
-/** CPU milliseconds per call of `fn` over the calls `run` makes: this process, the worker, Redis. */
-async function cpuPerRequest(redis: Redis, workerPid: number, calls: number, run: () => Promise<unknown>) {
+/** `run`'s result, and the CPU milliseconds per call of the `calls` it makes: this process, the worker, Redis. */
+async function withCpuPerCall<T>(redis: Redis, workerPid: number, calls: number, run: () => Promise<T>) {
   const self0 = process.cpuUsage();
   const worker0 = cpuSeconds(workerPid)?.cpu ?? Number.NaN;
   const redis0 = await redisCpuSeconds(redis);
-  await run();
+  const result = await run();
   const self = process.cpuUsage(self0);
   const worker1 = cpuSeconds(workerPid)?.cpu ?? Number.NaN;
   const redis1 = await redisCpuSeconds(redis);
   const per = (seconds: number) => (seconds * 1000) / calls;
   const cpu = { producer: per((self.user + self.system) / 1e6), worker: per(worker1 - worker0), redis: per(redis1 - redis0) };
-  return { ...cpu, total: cpu.producer + cpu.worker + cpu.redis };
+  return { result, cpu: { ...cpu, total: cpu.producer + cpu.worker + cpu.redis } };
 }
 
 async function timed(n: number, fn: () => Promise<unknown>): Promise<number[]> {
@@ -117,10 +117,9 @@ async function main() {
     await timed(300, () => allocator.allocate(item()));
     await timed(300, () => redis.ping());
     await timed(300, () => sql`select 1`);
-    let queueMs: number[] = [];
-    const cpu = await cpuPerRequest(redis, worker.pid!, n, async () => {
-      queueMs = await timed(n, () => allocator.allocate(item()));
-    });
+    const { result: queueMs, cpu } = await withCpuPerCall(redis, worker.pid!, n, () =>
+      timed(n, () => allocator.allocate(item())),
+    );
     const rows = [
       {
         key: 'queue',

@@ -82,6 +82,8 @@ export async function latencyScenario(ctx: Ctx): Promise<ScenarioOutput> {
   const ref = await referenceRun(ctx, 'latency', { connections: 1, amount: n, quests: 1, seed: 1 });
   ctx.log(`latency: queue floor, ${n} sequential no-op requests through the queue`);
   const floor = await queueFloor(ctx, n);
+  const ms = (v: number) => formatValue(v, 'ms');
+  const floorCpu = `${ms(floor.cpu.total)} (producer ${ms(floor.cpu.producer)} + worker ${ms(floor.cpu.worker)} + Redis ${ms(floor.cpu.redis)})`;
 
   const [limQuest] = await seedQuests(infra.sql, owner.ownerId, 1, 'latency-limit');
   ctx.log(`latency: limit, ${n} sequential ledger transactions`);
@@ -140,7 +142,7 @@ export async function latencyScenario(ctx: Ctx): Promise<ScenarioOutput> {
       {
         metric: 'queue floor CPU per request (producer + worker + Redis)',
         unit: 'text',
-        service: `${formatValue(floor.cpu.total, 'ms')} (${formatValue(floor.cpu.producer, 'ms')} + ${formatValue(floor.cpu.worker, 'ms')} + ${formatValue(floor.cpu.redis, 'ms')})`,
+        service: floorCpu,
         limit: undefined,
       },
       {
@@ -166,7 +168,7 @@ export async function latencyScenario(ctx: Ctx): Promise<ScenarioOutput> {
     },
     [
       `latency: I/O system calls per allocation (reads + writes): ${ioNote(svcIo, load.ok200)}${ref ? `; reference ${ioNote(ref.io, ref.load.ok200)}` : ''}`,
-      `latency: queue floor p50 ${formatValue(floor.queue.p50, 'ms')}, p99 ${formatValue(floor.queue.p99, 'ms')}, CPU per request ${formatValue(floor.cpu.total, 'ms')} (producer ${formatValue(floor.cpu.producer, 'ms')}, worker ${formatValue(floor.cpu.worker, 'ms')}, Redis ${formatValue(floor.cpu.redis, 'ms')}); Redis PING p50 ${formatValue(floor.redis.p50, 'ms')}; PostgreSQL select 1 p50 ${formatValue(floor.postgres.p50, 'ms')}`,
+      `latency: queue floor p50 ${formatValue(floor.queue.p50, 'ms')}, p99 ${formatValue(floor.queue.p99, 'ms')}, CPU per request ${floorCpu}; Redis PING p50 ${formatValue(floor.redis.p50, 'ms')}; PostgreSQL select 1 p50 ${formatValue(floor.postgres.p50, 'ms')}`,
       `latency: ${load.ok200} × 200, ${load.accepted202} × 202; max ${formatValue(load.latency.max, 'ms')} (limit max ${formatValue(direct.latency.max, 'ms')})`,
       cpuNote('idle (service)', idle.wallS, idle.cpu),
       cpuNote('latency (service)', load.elapsedS, svcCpu, load.ok200),
