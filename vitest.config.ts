@@ -51,6 +51,18 @@ class SlowestFirst extends BaseSequencer {
 // ENV_FILE=/dev/null (see packages/config/src/env-file.ts), unless the test names a file itself.
 const NO_ENV_FILE = { ENV_FILE: '/dev/null' };
 
+/**
+ * What every file that starts servers or processes shares: the environment above, the bundles
+ * built once (so the processes tests start run as in production, without tsx's start-up cost:
+ * see serviceEntry in @quest/testing), and a minute per test and hook.
+ */
+const WITH_PROCESSES = {
+  env: NO_ENV_FILE,
+  globalSetup: ['tests/global-setup.ts'],
+  testTimeout: 60_000,
+  hookTimeout: 60_000,
+};
+
 export default defineConfig({
   test: {
     // Two files at a time: most of a system test's time is spent waiting on the processes it starts,
@@ -74,10 +86,7 @@ export default defineConfig({
       {
         test: {
           name: 'integration',
-          env: NO_ENV_FILE,
-          // Bundles the API, worker and quest-admin once, so the processes tests start run as
-          // in production, without tsx's start-up cost (see serviceEntry in @quest/testing).
-          globalSetup: ['tests/global-setup.ts'],
+          ...WITH_PROCESSES,
           // The apps' and packages' own integration files (an app on `inject`, a database, a Redis
           // prefix of their own, a process now and then) share a worker's module cache like the
           // unit files: each isolated file paid 1–2 s importing fastify, zod, BullMQ and the apps
@@ -87,18 +96,13 @@ export default defineConfig({
           // docs and fault files below stay isolated.
           isolate: false,
           include: ['packages/*/test/**/*.test.ts', 'apps/*/test/**/*.test.ts'],
-          testTimeout: 60_000,
-          hookTimeout: 60_000,
         },
       },
       {
         test: {
           name: 'system',
-          env: NO_ENV_FILE,
-          globalSetup: ['tests/global-setup.ts'],
+          ...WITH_PROCESSES,
           include: ['tools/*/test/**/*.test.ts', 'tests/**/*.test.ts'],
-          testTimeout: 60_000,
-          hookTimeout: 60_000,
         },
       },
     ],
