@@ -10,16 +10,27 @@ import { OutboxPump, type PumpOptions } from '../src/webhooks/pump.ts';
 const silent = { info: () => {}, warn: () => {} };
 const key = randomBytes(32);
 
-/** `sql`, counting the statements made through it (tagged-template calls). */
+/**
+ * `sql`, counting the statements made through it (tagged-template calls), also on the connections
+ * it reserves for transactions — transaction control (BEGIN, COMMIT, session settings) aside.
+ */
 function counting(sql: Sql): { sql: Sql; statements: () => number } {
   let n = 0;
-  const proxy = new Proxy(sql, {
-    apply(target, self, args) {
-      if (Array.isArray(args[0]) && 'raw' in (args[0] as object)) n++;
-      return Reflect.apply(target as never, self, args);
-    },
-  });
-  return { sql: proxy, statements: () => n };
+  const control = /^\s*(begin|commit|rollback|set local|select set_config)\b/i;
+  const count = <T extends object>(target: T): T =>
+    new Proxy(target, {
+      apply(fn, self, args) {
+        const strings = args[0] as TemplateStringsArray;
+        if (Array.isArray(strings) && 'raw' in strings && !control.test(strings[0] ?? '')) n++;
+        return Reflect.apply(fn as never, self, args);
+      },
+      get(obj, prop, receiver) {
+        const value = Reflect.get(obj, prop, receiver);
+        if (prop !== 'reserve' || typeof value !== 'function') return value;
+        return async (...args: unknown[]) => count(await (value as (...a: unknown[]) => Promise<object>).apply(obj, args));
+      },
+    });
+  return { sql: count(sql), statements: () => n };
 }
 
 async function endpoint(sql: Sql, ownerId: string, receiver: WebhookReceiver) {

@@ -1,4 +1,4 @@
-import type { Sql } from './client.ts';
+import { keyedStatement, type Sql } from './client.ts';
 import type { StoredEvent } from './outbox.ts';
 
 /**
@@ -119,9 +119,9 @@ export interface DeliveryGroup {
 export async function claimDueDeliveries(sql: Sql, limit: number, groupSize: number): Promise<DeliveryGroup[]> {
   // Planned afresh each time, like publishEvents: a generic plan cached while the table was empty
   // would scan all of it once per claimed row.
-  const rows = (await sql.begin(async (tx) => {
-    await tx`set local plan_cache_mode = force_custom_plan`;
-    return tx<{ id: number; attempt: number; jobId: string }[]>`
+  const rows = await keyedStatement(
+    sql,
+    (tx) => tx<{ id: number; attempt: number; jobId: string }[]>`
       with due as materialized (
         select id, endpoint_id, attempts from webhook_deliveries
         where status = 'pending' and enqueued_at is null and next_attempt_at <= now()
@@ -129,14 +129,14 @@ export async function claimDueDeliveries(sql: Sql, limit: number, groupSize: num
         for update skip locked
       ), grouped as materialized (
         select id, attempts, (row_number() over (order by endpoint_id, id) - 1) / ${groupSize}::int as g from due
-      ), named as (
+      ), named as materialized (
         select g, 'whb-' || min(id) || '-' || left(md5(string_agg(id || ':' || (attempts + 1), ',' order by id)), 16) as job_id
         from grouped group by g
       )
       update webhook_deliveries d set enqueued_at = now(), job_id = n.job_id
       from grouped g join named n using (g) where d.id = g.id
-      returning d.id, d.attempts + 1 as attempt, d.job_id as "jobId"`;
-  })) as { id: number; attempt: number; jobId: string }[];
+      returning d.id, d.attempts + 1 as attempt, d.job_id as "jobId"`,
+  );
   const groups = new Map<string, QueuedDelivery[]>();
   for (const r of rows.sort((a, b) => a.id - b.id)) {
     const list = groups.get(r.jobId);
@@ -195,7 +195,9 @@ interface DeliveryWorkRow {
  */
 export async function getDeliveryWorks(sql: Sql, ids: readonly number[]): Promise<DeliveryWork[]> {
   if (ids.length === 0) return [];
-  const rows = await sql<DeliveryWorkRow[]>`
+  const rows = await keyedStatement(
+    sql,
+    (tx) => tx<DeliveryWorkRow[]>`
     select d.id, d.status, d.attempts, d.first_attempt_at, d.job_id,
       ep.id as ep_id, ep.url, ep.secret_enc, ep.previous_secret_enc, ep.previous_secret_expires_at, ep.deleted_at,
       e.id as e_id, e.type, e.created_at, e.quest_id, e.allocation_id, e.batch_id, e.data, e.position
@@ -203,7 +205,8 @@ export async function getDeliveryWorks(sql: Sql, ids: readonly number[]): Promis
     join webhook_endpoints ep on ep.id = d.endpoint_id
     join events e on e.id = d.event_id
     where d.id = any(${ids as number[]}::bigint[])
-    order by d.id`;
+    order by d.id`,
+  );
   const endpoints = new Map<string, DeliveryEndpoint>();
   return rows.map((row) => {
     let endpoint = endpoints.get(row.ep_id);
@@ -266,7 +269,9 @@ export interface AttemptRecord {
 export async function recordAttempts(sql: Sql, records: readonly AttemptRecord[]): Promise<Set<number>> {
   if (records.length === 0) return new Set();
   const col = <T>(f: (r: AttemptRecord) => T) => records.map(f);
-  const rows = await sql<{ id: number }[]>`
+  const rows = await keyedStatement(
+    sql,
+    (tx) => tx<{ id: number }[]>`
     with v as (
       select * from unnest(
         ${col((r) => r.id)}::bigint[], ${col((r) => r.attempt)}::int[], ${col((r) => r.outcome)}::text[],
@@ -302,7 +307,8 @@ export async function recordAttempts(sql: Sql, records: readonly AttemptRecord[]
       where ep.id = l.endpoint_id and (l.outcome = 'failed' or ep.status = 'failing')
       returning 1
     )
-    select id from recorded`;
+    select id from recorded`,
+  );
   return new Set(rows.map((r) => Number(r.id)));
 }
 
