@@ -185,20 +185,27 @@ export async function pipelinedTransaction<T>(
 }
 
 /**
- * One statement that finds its rows through indexes, planned for its own parameters each time: in
- * a pipelined transaction (one round trip) with `enable_seqscan` off and `plan_cache_mode =
- * force_custom_plan`. For statements that touch a few rows by key in a table that grows fast — the
- * delivery log. Its statistics trail its size (autovacuum analyzes it a minute or more later), and
- * postgres.js prepares every statement, which PostgreSQL switches to a generic plan after five
- * runs, costed on the table as it was then: made while `webhook_deliveries` was nearly empty, the
- * plans read the whole table for every group of 50 a job read or recorded — most of a delivery's
- * PostgreSQL time in `npm run delivery-cost --workspace @quest/bench` (docs/performance.md).
+ * Settings, for the rest of the transaction, of statements that touch a few rows by key in tables
+ * that grow fast — the outbox and the delivery log: plain index scans only (no sequential or
+ * bitmap scans), planned for the statement's own parameters each time. Such a table's statistics
+ * trail its size (autovacuum analyzes it a minute or more later), and postgres.js prepares every
+ * statement, which PostgreSQL switches to a generic plan after five runs, costed on the table as it
+ * was then: made while `webhook_deliveries` was nearly empty, the plans read the whole table for
+ * every group of 50 a job read or recorded — most of a delivery's PostgreSQL time (`npm run
+ * delivery-cost --workspace @quest/bench`, docs/performance.md). Plain index scans also mark the
+ * entries of rows they find dead, which bitmap scans never do: the publisher's scan of unpublished
+ * events otherwise re-read every event published since the last vacuum, on every step.
  */
+export const keyedSettings = (tx: Sql) =>
+  tx`select set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true),
+      set_config('plan_cache_mode', 'force_custom_plan', true)`;
+
+/** One statement under keyedSettings, in a pipelined transaction: one round trip. */
 export function keyedStatement<T>(sql: Sql, statement: (tx: Sql) => Promise<T>): Promise<T> {
   return pipelinedTransaction(sql, async (tx, commit) => {
     // `statement` returns its query unsent (postgres.js sends a query when it is first awaited), so
     // the settings go out before it.
-    const settings = tx`select set_config('enable_seqscan', 'off', true), set_config('plan_cache_mode', 'force_custom_plan', true)`;
+    const settings = keyedSettings(tx);
     const result = statement(tx);
     await commit([settings, result]);
     return result;
