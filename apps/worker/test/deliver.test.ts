@@ -215,6 +215,34 @@ describe('delivering a group of webhook deliveries', () => {
     }
   });
 
+  test('a delivery whose event is gone (purged while it was replayed) is dropped, not sent and not left pending', async ({
+    database,
+    owner,
+  }) => {
+    const receiver = await startWebhookReceiver();
+    try {
+      const { sql } = database;
+      await quiet(sql);
+      const id = await endpoint(sql, owner.id, receiver);
+      const [kept, purged] = await events(sql, owner.id, 2);
+      const groups = await claim(sql, 100);
+      // A delivery names its event without a foreign key: the event can go from under it.
+      await sql`delete from events where id = ${purged!}`;
+      const results: GroupResult[] = [];
+      for (const g of groups) results.push(await deliverGroup(deps(sql), g));
+      expect(results.reduce((a, r) => a + r.dropped, 0)).toBe(1);
+      expect([...receiver.events.keys()]).toEqual([kept]);
+      const rows = await sql<{ event_id: string; status: string; attempts: number; error: string | null }[]>`
+        select event_id, status, attempts, error from webhook_deliveries where endpoint_id = ${id} order by id`;
+      expect(rows).toEqual([
+        { event_id: kept, status: 'delivered', attempts: 1, error: null },
+        { event_id: purged, status: 'failed', attempts: 0, error: 'event deleted past retention' },
+      ]);
+    } finally {
+      await receiver.close();
+    }
+  });
+
   test('a rotated secret is decrypted again; the cached signers serve the next jobs until then', async ({ database, owner }) => {
     const receiver = await startWebhookReceiver();
     try {

@@ -141,15 +141,21 @@ export function listEvents(
     order by position limit ${q.limit}`;
 }
 
-/** Delete events created before `before` (and their deliveries), at most `limit` per call. */
+/** Delete events created before `before` and their deliveries, at most `limit` events per call. */
 export async function purgeEvents(sql: Sql, before: Date, limit: number): Promise<number> {
-  // Ids are time-sortable, so the primary key finds the old ones.
+  // Ids are time-sortable, so the primary key finds the old ones; a delivery names its event
+  // without a foreign key (migration 00012), so its rows go in the same statement.
   const bound = idTimeBound('evt', before.getTime());
-  const rows = await sql`
-    delete from events where id in (
-      select id from events where id < ${bound} and position is not null order by id limit ${limit})
-    returning 1`;
-  return rows.length;
+  const [row] = await sql<{ n: number }[]>`
+    with gone as (
+      delete from events where id in (
+        select id from events where id < ${bound} and position is not null order by id limit ${limit})
+      returning id
+    ), deliveries as (
+      delete from webhook_deliveries where event_id in (select id from gone)
+    )
+    select count(*)::int as n from gone`;
+  return row?.n ?? 0;
 }
 
 /** Events committed and not yet numbered by the publisher (a gauge: the publisher's backlog). */

@@ -163,7 +163,8 @@ export interface DeliveryWork {
   /** The job that carries the delivery's current attempt (null: none, or handed over before jobs were grouped). */
   jobId: string | null;
   endpoint: DeliveryEndpoint;
-  event: StoredEvent;
+  /** null: the event is gone (purged past retention while this delivery was replayed); nothing to send. */
+  event: StoredEvent | null;
 }
 
 interface DeliveryWorkRow {
@@ -178,7 +179,7 @@ interface DeliveryWorkRow {
   previous_secret_enc: Uint8Array | null;
   previous_secret_expires_at: Date | null;
   deleted_at: Date | null;
-  e_id: string;
+  e_id: string | null;
   type: StoredEvent['type'];
   created_at: Date;
   quest_id: number | null;
@@ -190,8 +191,8 @@ interface DeliveryWorkRow {
 
 /**
  * What the attempts of a group need, in one query: each delivery, its endpoint (with the encrypted
- * secrets) and its event, in id order. Ids that no longer exist (purged) are absent. An endpoint
- * serving several deliveries is one object, shared by them.
+ * secrets) and its event (null if the event is gone), in id order. Ids that no longer exist are
+ * absent. An endpoint serving several deliveries is one object, shared by them.
  */
 export async function getDeliveryWorks(sql: Sql, ids: readonly number[]): Promise<DeliveryWork[]> {
   if (ids.length === 0) return [];
@@ -203,7 +204,7 @@ export async function getDeliveryWorks(sql: Sql, ids: readonly number[]): Promis
       e.id as e_id, e.type, e.created_at, e.quest_id, e.allocation_id, e.batch_id, e.data, e.position
     from webhook_deliveries d
     join webhook_endpoints ep on ep.id = d.endpoint_id
-    join events e on e.id = d.event_id
+    left join events e on e.id = d.event_id
     where d.id = any(${ids as number[]}::bigint[])
     order by d.id`,
   );
@@ -228,16 +229,19 @@ export async function getDeliveryWorks(sql: Sql, ids: readonly number[]): Promis
       firstAttemptAt: row.first_attempt_at,
       jobId: row.job_id,
       endpoint,
-      event: {
-        id: row.e_id,
-        type: row.type,
-        createdAt: row.created_at,
-        questId: row.quest_id,
-        allocationId: row.allocation_id,
-        batchId: row.batch_id,
-        data: row.data,
-        position: row.position,
-      },
+      event:
+        row.e_id === null
+          ? null
+          : {
+              id: row.e_id,
+              type: row.type,
+              createdAt: row.created_at,
+              questId: row.quest_id,
+              allocationId: row.allocation_id,
+              batchId: row.batch_id,
+              data: row.data,
+              position: row.position,
+            },
     };
   });
 }
@@ -249,7 +253,8 @@ export interface AttemptRecord {
   at: Date;
   /**
    * delivered; retry at nextAttemptAt; failed for good (the endpoint becomes failing); or dropped:
-   * not attempted, as its endpoint was deleted (failed, with `error`, the attempt count unchanged).
+   * not attempted, as its endpoint was deleted or its event is gone (failed, with `error`, the
+   * attempt count unchanged).
    */
   outcome: 'delivered' | 'retry' | 'failed' | 'dropped';
   nextAttemptAt?: Date;

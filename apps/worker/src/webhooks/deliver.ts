@@ -5,6 +5,7 @@ import {
   getDeliveryWorks,
   recordAttempts,
   type Sql,
+  type StoredEvent,
 } from '@quest/db';
 import { decryptSecret, eventView, type RetrySchedule, retryDelayMs, withinRetryWindow } from '@quest/domain';
 import { type DeliveryGroupJob, legacyDeliveryJobId } from '@quest/queue';
@@ -40,7 +41,7 @@ export interface GroupResult {
   sent: number;
   /** Outcomes written (the attempt check refused the others: another copy of the job was first). */
   recorded: number;
-  /** Deliveries failed unattempted: their endpoint was deleted. */
+  /** Deliveries failed unattempted: their endpoint was deleted, or their event is gone. */
   dropped: number;
 }
 
@@ -129,7 +130,8 @@ function carries(work: DeliveryWork, job: DeliveryGroupJob, attempt: number): bo
  * schedule; or, past the retry window, failed and the endpoint failing). A delivery the job no
  * longer carries — recorded already (a duplicate job), or handed over again to another job (a
  * stale one) — is not sent; the attempt check in recordAttempts refuses any record that still
- * comes second. A deleted endpoint's deliveries are dropped (failed, unattempted).
+ * comes second. A deleted endpoint's deliveries, and any whose event is gone, are dropped (failed,
+ * unattempted).
  */
 export async function deliverGroup(deps: DeliverDeps, job: DeliveryGroupJob): Promise<GroupResult> {
   const { sql } = deps;
@@ -140,7 +142,7 @@ export async function deliverGroup(deps: DeliverDeps, job: DeliveryGroupJob): Pr
   );
   const carried = works.filter((w) => carries(w, job, attemptOf.get(w.id)!));
   const records: AttemptRecord[] = [];
-  const dropped = carried.filter((w) => w.endpoint.deleted);
+  const dropped = carried.filter((w) => w.endpoint.deleted || w.event === null);
   for (const w of dropped) {
     records.push({
       id: w.id,
@@ -150,10 +152,10 @@ export async function deliverGroup(deps: DeliverDeps, job: DeliveryGroupJob): Pr
       responseStatus: null,
       responseBody: null,
       latencyMs: null,
-      error: 'endpoint deleted',
+      error: w.endpoint.deleted ? 'endpoint deleted' : 'event deleted past retention',
     });
   }
-  const toSend = carried.filter((w) => !w.endpoint.deleted);
+  const toSend = carried.filter((w): w is DeliveryWork & { event: StoredEvent } => !w.endpoint.deleted && w.event !== null);
   if (toSend.length > 0 && !deps.secretKey) {
     await recordAttempts(sql, records);
     // Nothing can be signed: leave it to be retried once the operator sets the key.
@@ -163,7 +165,7 @@ export async function deliverGroup(deps: DeliverDeps, job: DeliveryGroupJob): Pr
   const lagOf = new Map<number, number>();
   let sent = 0;
   const failed: { deliveryId: number; endpointId: string; attempts: number }[] = [];
-  const attemptOne = async (work: DeliveryWork): Promise<void> => {
+  const attemptOne = async (work: DeliveryWork & { event: StoredEvent }): Promise<void> => {
     const attempt = attemptOf.get(work.id)!;
     let signing: Signers;
     try {
