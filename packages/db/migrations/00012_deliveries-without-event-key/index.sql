@@ -1,4 +1,4 @@
--- A delivery's event is no longer a foreign key (docs/events.md, "The delivery log"). The key's
+-- A delivery's event is no longer a foreign key (docs/events.md, "How delivery works"). The key's
 -- check ran once per delivery row written — a row lock on the event, taken in the publisher's
 -- transaction — and with its twin on endpoint_id made about a quarter of the PostgreSQL CPU of a
 -- delivery (tools/bench `npm run delivery-cost`). Its one use, deleting the deliveries of events
