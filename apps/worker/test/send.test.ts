@@ -1,12 +1,16 @@
 import type { lookup } from 'node:dns';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sendWebhook } from '../src/webhooks/send.ts';
 
 let server: Server;
 let port: number;
 let hits = 0;
+/** Accepts TCP connections and never answers: a TLS handshake that never completes. */
+let silent: TcpServer;
+let silentPort: number;
+const silentSockets: Socket[] = [];
 
 beforeAll(async () => {
   server = createServer((req, res) => {
@@ -18,10 +22,15 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   port = (server.address() as AddressInfo).port;
+  silent = createTcpServer((socket) => void silentSockets.push(socket));
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+  silentPort = (silent.address() as AddressInfo).port;
 });
 afterAll(() => {
   server.closeAllConnections();
   server.close();
+  for (const socket of silentSockets) socket.destroy();
+  silent.close();
 });
 
 /** A resolver that says every name is 127.0.0.1: a DNS answer that rebinds a public name to loopback. */
@@ -59,5 +68,23 @@ describe('sendWebhook', () => {
     expect([big.status, big.body.length]).toEqual([200, 64 * 1024]);
     const slow = await sendWebhook(`http://127.0.0.1:${port}/slow`, {}, '{}', lax);
     expect(slow).toMatchObject({ status: null, error: 'timed out after 300 ms' });
+  });
+
+  it('bounds the connection by the same timeout: a TLS handshake that never ends, a lookup that never answers', async () => {
+    const lax = { ...opts, allowPrivate: true, timeoutMs: 300 };
+    // Left to the HTTP client's own connect timeout (10 s), each would hold its slot until then: the
+    // bound checked is the contract (well under that), not a speed.
+    const withinTimeout = 5_000;
+    const handshake = await sendWebhook(`https://127.0.0.1:${silentPort}/`, {}, '{}', lax);
+    expect(handshake).toMatchObject({ status: null, error: 'timed out after 300 ms' });
+    expect(handshake.latencyMs).toBeLessThan(withinTimeout);
+    const mute = (() => {}) as unknown as typeof lookup;
+    const lookupNever = await sendWebhook(`https://hooks.example.com:${port}/`, {}, '{}', {
+      ...opts,
+      timeoutMs: 300,
+      resolve: mute,
+    });
+    expect(lookupNever).toMatchObject({ status: null, error: 'timed out after 300 ms' });
+    expect(lookupNever.latencyMs).toBeLessThan(withinTimeout);
   });
 });

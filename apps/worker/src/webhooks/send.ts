@@ -60,19 +60,25 @@ const guardedLookup = (resolve: typeof dnsLookup) => (hostname: string, options:
 /** Connections kept alive per origin, and how many at once. */
 const AGENT_OPTIONS = { keepAliveTimeout: 30_000, connections: 64 } as const;
 
-/** One agent per resolver and policy: its lookup is part of how it connects. */
-const agents = new Map<typeof dnsLookup, { open: Agent; guarded: Agent }>();
+/**
+ * One agent per resolver, policy and timeout: its lookup is part of how it connects, and undici
+ * acts on an abort only once connected, so the connection itself (lookup, TCP, TLS) is bounded by
+ * the agent's connect timeout — the whole exchange's, so a slow handshake cannot outlast it.
+ */
+const agents = new Map<string, Agent>();
+const resolverIds = new Map<typeof dnsLookup, number>();
 function agentFor(opts: SendOptions): Agent {
   const resolve = opts.resolve ?? dnsLookup;
-  let pair = agents.get(resolve);
-  if (!pair) {
-    pair = {
-      open: new Agent({ ...AGENT_OPTIONS, connect: { lookup: resolve as never } }),
-      guarded: new Agent({ ...AGENT_OPTIONS, connect: { lookup: guardedLookup(resolve) as never } }),
-    };
-    agents.set(resolve, pair);
+  let resolverId = resolverIds.get(resolve);
+  if (resolverId === undefined) resolverIds.set(resolve, (resolverId = resolverIds.size));
+  const key = `${resolverId}:${opts.allowPrivate}:${opts.timeoutMs}`;
+  let agent = agents.get(key);
+  if (!agent) {
+    const lookup = opts.allowPrivate ? resolve : guardedLookup(resolve);
+    agent = new Agent({ ...AGENT_OPTIONS, connect: { lookup: lookup as never, timeout: opts.timeoutMs } });
+    agents.set(key, agent);
   }
-  return opts.allowPrivate ? pair.open : pair.guarded;
+  return agent;
 }
 
 /** The BlockedAddress behind an error, however deep the client wrapped it. */
@@ -100,21 +106,25 @@ export async function sendWebhook(
     const reason = blockedAddressReason(host);
     if (reason) return done({ status: null, body: '', error: `blocked: ${reason}` });
   }
-  // The whole exchange, answer included, within the timeout.
+  // The whole exchange, answer included, within the timeout: the abort stops a request that is
+  // sending or reading, the race settles one still waiting for a connection of the pool.
   const abort = new AbortController();
   const timeout = new Error(`timed out after ${opts.timeoutMs} ms`);
+  const expired = new Promise<never>((_, reject) => abort.signal.addEventListener('abort', () => reject(timeout)));
   const timer = setTimeout(() => abort.abort(timeout), opts.timeoutMs);
   let status: number | null = null;
   const chunks: Buffer[] = [];
   let size = 0;
   try {
-    const response = await request(target, {
+    const sent = request(target, {
       method: 'POST',
       dispatcher: agentFor(opts),
       headers: { ...headers, 'content-type': 'application/json' },
       body,
       signal: abort.signal,
     });
+    sent.catch(() => {}); // a request that lost the race fails on its own later
+    const response = await Promise.race([sent, expired]);
     status = response.statusCode;
     for await (const chunk of response.body as AsyncIterable<Buffer>) {
       if (size < opts.maxBodyBytes) chunks.push(chunk.subarray(0, opts.maxBodyBytes - size));
