@@ -200,11 +200,17 @@ export const keyedSettings = (tx: Sql) =>
   tx`select set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true),
       set_config('plan_cache_mode', 'force_custom_plan', true)`;
 
-/** One statement under keyedSettings, in a pipelined transaction: one round trip. */
-export function keyedStatement<T>(sql: Sql, statement: (tx: Sql) => Promise<T>): Promise<T> {
+/**
+ * One statement under keyedSettings, in a pipelined transaction: one round trip. `statement` must
+ * return its query as postgres.js builds it, unsent (a query is sent when first awaited), so the
+ * settings go out before it — hence a PendingQuery, not any promise. Called with the pool, not
+ * inside a transaction (it reserves a connection of its own).
+ */
+export function keyedStatement<T extends readonly postgres.MaybeRow[]>(
+  sql: Sql,
+  statement: (tx: Sql) => postgres.PendingQuery<T>,
+): Promise<postgres.RowList<T>> {
   return pipelinedTransaction(sql, async (tx, commit) => {
-    // `statement` returns its query unsent (postgres.js sends a query when it is first awaited), so
-    // the settings go out before it.
     const settings = keyedSettings(tx);
     const result = statement(tx);
     await commit([settings, result]);

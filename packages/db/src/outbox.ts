@@ -141,21 +141,34 @@ export function listEvents(
     order by position limit ${q.limit}`;
 }
 
-/** Delete events created before `before` and their deliveries, at most `limit` events per call. */
-export async function purgeEvents(sql: Sql, before: Date, limit: number): Promise<number> {
-  // Ids are time-sortable, so the primary key finds the old ones; a delivery names its event
-  // without a foreign key (migration 00012), so its rows go in the same statement.
+/** What one purge step deleted. */
+export interface Purged {
+  events: number;
+  deliveries: number;
+}
+
+/**
+ * Delete up to `limit` events created before `before`, and up to `limit` deliveries of events
+ * created before it. Ids are time-sortable, so the primary key finds the old events, and a
+ * delivery's event id tells its event's age: a delivery names its event without a foreign key
+ * (migration 00012), and the range catches every delivery of a purged event — also one a replay
+ * wrote while the purge ran, or one an older worker's purge (which relied on the cascade) left —
+ * on this step or a later one. Call again while either count is `limit`.
+ */
+export async function purgeEvents(sql: Sql, before: Date, limit: number): Promise<Purged> {
   const bound = idTimeBound('evt', before.getTime());
-  const [row] = await sql<{ n: number }[]>`
-    with gone as (
+  const [row] = await sql<Purged[]>`
+    with gone_events as (
       delete from events where id in (
         select id from events where id < ${bound} and position is not null order by id limit ${limit})
-      returning id
-    ), deliveries as (
-      delete from webhook_deliveries where event_id in (select id from gone)
+      returning 1
+    ), gone_deliveries as (
+      delete from webhook_deliveries where id in (
+        select id from webhook_deliveries where event_id < ${bound} limit ${limit})
+      returning 1
     )
-    select count(*)::int as n from gone`;
-  return row?.n ?? 0;
+    select (select count(*) from gone_events)::int as events, (select count(*) from gone_deliveries)::int as deliveries`;
+  return row ?? { events: 0, deliveries: 0 };
 }
 
 /** Events committed and not yet numbered by the publisher (a gauge: the publisher's backlog). */

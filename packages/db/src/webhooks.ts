@@ -323,11 +323,14 @@ export interface StrandedDelivery extends QueuedDelivery {
 }
 
 /** Deliveries handed to the queue more than `olderThanMs` ago and still pending: the reconciler's suspects. */
-export function findStrandedDeliveries(sql: Sql, q: { olderThanMs: number; limit: number }): Promise<StrandedDelivery[]> {
-  return sql<StrandedDelivery[]>`
+export async function findStrandedDeliveries(sql: Sql, q: { olderThanMs: number; limit: number }): Promise<StrandedDelivery[]> {
+  return keyedStatement(
+    sql,
+    (tx) => tx<StrandedDelivery[]>`
     select id, attempts + 1 as attempt, job_id as "jobId" from webhook_deliveries
     where status = 'pending' and enqueued_at is not null and enqueued_at < now() - make_interval(secs => ${q.olderThanMs / 1000})
-    order by enqueued_at limit ${q.limit}`;
+    order by enqueued_at limit ${q.limit}`,
+  );
 }
 
 /**
@@ -337,9 +340,12 @@ export function findStrandedDeliveries(sql: Sql, q: { olderThanMs: number; limit
  */
 export async function touchDeliveries(sql: Sql, deliveries: readonly { id: number; jobId: string | null }[]): Promise<void> {
   if (deliveries.length === 0) return;
-  await sql`update webhook_deliveries d set enqueued_at = now()
+  await keyedStatement(
+    sql,
+    (tx) => tx`update webhook_deliveries d set enqueued_at = now()
             from unnest(${deliveries.map((d) => d.id)}::bigint[], ${deliveries.map((d) => d.jobId)}::text[]) as v(id, job_id)
-            where d.id = v.id and d.status = 'pending' and d.enqueued_at is not null and d.job_id is not distinct from v.job_id`;
+            where d.id = v.id and d.status = 'pending' and d.enqueued_at is not null and d.job_id is not distinct from v.job_id`,
+  );
 }
 
 export interface DeliveryLogRow {

@@ -85,12 +85,16 @@ export class OutboxPump {
     if (Date.now() - this.lastPurge > PURGE_EVERY_MS) {
       this.lastPurge = Date.now();
       const before = new Date(Date.now() - this.opts.retentionDays * 86_400_000);
-      let purged = 0;
-      for (let n = pageSize; n === pageSize && !this.stopped; ) {
-        n = await purgeEvents(sql, before, pageSize);
-        purged += n;
+      const purged = { events: 0, deliveries: 0 };
+      for (let full = true; full && !this.stopped; ) {
+        const step = await purgeEvents(sql, before, pageSize);
+        purged.events += step.events;
+        purged.deliveries += step.deliveries;
+        full = step.events === pageSize || step.deliveries === pageSize;
       }
-      if (purged) this.opts.logger.info({ purged, before }, 'events past retention deleted');
+      if (purged.events || purged.deliveries) {
+        this.opts.logger.info({ purged: purged.events, deliveries: purged.deliveries, before }, 'events past retention deleted');
+      }
     }
     // A backlog (the queue at its high water, or a full page claimed): look again next step.
     if (dispatch) this.dispatchNow = room <= 0 || claimed === room;
