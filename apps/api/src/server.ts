@@ -29,7 +29,7 @@ if (envFile) logger.info({ envFile }, 'read environment file');
 // Redis that died mid-command) is logged, not fatal: requests still answer 503 on their own.
 process.on('unhandledRejection', (err) => logger.error({ err }, 'unhandled rejection'));
 try {
-  await migrate(config.DATABASE_URL);
+  await migrate(config.DATABASE_URL, { logger });
   const sql = createSql(config.DATABASE_URL, {
     max: config.DATABASE_POOL_MAX,
     applicationName: `quest-api ${hostname()}-${process.pid}`,

@@ -49,7 +49,7 @@ process.on('unhandledRejection', (err) => logger.error({ err }, 'unhandled rejec
 // worker never creates the database (npm start and the compose file migrate first).
 try {
   await waitForDatabase(config.DATABASE_URL, { logger });
-  await migrate(config.DATABASE_URL, { createDatabase: false });
+  await migrate(config.DATABASE_URL, { createDatabase: false, logger });
 } catch (error) {
   if (error instanceof DatabaseConfigurationError) {
     logger.fatal(error.message);

@@ -50,25 +50,67 @@ export interface MigrateResult {
   applied: string[];
 }
 
+/** How long a migration statement waits for a table lock before the attempt gives up (default). */
+export const MIGRATION_LOCK_TIMEOUT_MS = 2_000;
+/** How long migrate() keeps trying when its locks are taken (default). */
+export const MIGRATION_RETRY_FOR_MS = 300_000;
+
+export interface MigrateOptions {
+  dir?: string;
+  createDatabase?: boolean;
+  /** Most a statement waits for a lock; then the attempt rolls back and is tried again. */
+  lockTimeoutMs?: number;
+  /** Give up (throw the lock timeout) after trying for this long. */
+  retryForMs?: number;
+  /** Told of each attempt that gave up waiting for a lock. */
+  logger?: { warn(obj: object, msg?: string): void };
+}
+
 /**
  * Apply pending migrations. Safe to call from many processes at once: each takes a session-level
  * advisory lock first, so one applies and the others then find nothing left to do.
+ *
+ * A migration that alters a busy table (00012 drops a key between `events` and
+ * `webhook_deliveries`) needs an exclusive lock, and while it waits for one — behind a long
+ * transaction or a slow read — every query on that table queues behind it: the ledger's event
+ * inserts with them. So each statement waits at most `lockTimeoutMs` for a lock; then the
+ * migrations' transaction rolls back, the queue drains, and the attempt is made again after a
+ * pause, until `retryForMs` has passed. Written here because postgres-shift runs the pending
+ * migrations in one transaction and has no such option.
  */
-export async function migrate(url: string, opts: { dir?: string; createDatabase?: boolean } = {}): Promise<MigrateResult> {
+export async function migrate(url: string, opts: MigrateOptions = {}): Promise<MigrateResult> {
   const createdDatabase = opts.createDatabase === false ? false : await ensureDatabase(url);
-  const sql = createSql(url, { max: 2, applicationName: 'quest-rewards-migrate' });
+  const sql = createSql(url, {
+    max: 2,
+    applicationName: 'quest-rewards-migrate',
+    lockTimeoutMs: opts.lockTimeoutMs ?? MIGRATION_LOCK_TIMEOUT_MS,
+  });
   const applied: string[] = [];
+  const deadline = Date.now() + (opts.retryForMs ?? MIGRATION_RETRY_FOR_MS);
   try {
     const lock = await sql.reserve();
     try {
+      // Processes queue on the advisory lock for as long as the one migrating takes.
+      await lock`select set_config('lock_timeout', '0', false)`;
       await lock`select pg_advisory_lock(${MIGRATION_LOCK_ID})`;
-      await shift({
-        sql,
-        path: opts.dir ?? MIGRATIONS_DIR,
-        after: ({ migration_id, name }: { migration_id: number; name: string }) => {
-          applied.push(`${String(migration_id).padStart(5, '0')} ${name}`);
-        },
-      });
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await shift({
+            sql,
+            path: opts.dir ?? MIGRATIONS_DIR,
+            after: ({ migration_id, name }: { migration_id: number; name: string }) => {
+              applied.push(`${String(migration_id).padStart(5, '0')} ${name}`);
+            },
+          });
+          break;
+        } catch (error) {
+          if ((error as { code?: string }).code !== '55P03' || Date.now() >= deadline) throw error;
+          applied.length = 0; // rolled back: nothing of this attempt is applied
+          const pauseMs = Math.min(250 * 2 ** Math.min(attempt - 1, 4), 4_000);
+          opts.logger?.warn({ err: error, attempt, pauseMs }, 'a migration waited too long for a lock; trying again');
+          await new Promise((resolve) => setTimeout(resolve, pauseMs));
+        }
+      }
     } finally {
       await lock`select pg_advisory_unlock(${MIGRATION_LOCK_ID})`.catch(() => {});
       lock.release();

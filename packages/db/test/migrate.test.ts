@@ -1,4 +1,6 @@
-import { readdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
@@ -136,5 +138,51 @@ describe('migrate', () => {
     await expect(reverse('rev_3', 'pay_missing', 1)).rejects.toMatchObject({ code: '23503' });
     await expect(reverse('not_a_rev', 'pay_1', 1)).rejects.toMatchObject({ code: '23514' });
     await sql.end();
+  });
+
+  it('a migration waiting for a busy table gives up after its lock timeout, lets the queue behind it through, and tries again', async () => {
+    const url = await freshUrl();
+    const dirs = mkdtempSync(join(tmpdir(), 'quest-migrations-'));
+    const write = (dir: string, name: string, body: string) => {
+      mkdirSync(join(dirs, dir, name), { recursive: true });
+      writeFileSync(join(dirs, dir, name, 'index.sql'), body);
+    };
+    write('first', '00001_table', 'create table t (id int);');
+    write('both', '00001_table', 'create table t (id int);');
+    write('both', '00002_alter', 'alter table t add column x int;');
+    const blocker = postgres(url, { max: 1, onnotice: () => {} });
+    const reader = postgres(url, { max: 1, onnotice: () => {} });
+    try {
+      await migrate(url, { dir: join(dirs, 'first') });
+      // A long transaction reads t: ALTER TABLE needs an exclusive lock, and waits for it.
+      let release!: () => void;
+      const released = new Promise<void>((r) => (release = r));
+      let reading!: () => void;
+      const holding = new Promise<void>((r) => (reading = r));
+      const longRead = blocker.begin(async (tx) => {
+        await tx`select count(*) from t`;
+        reading();
+        await released;
+      });
+      await holding;
+      let retried!: () => void;
+      const gaveUp = new Promise<void>((r) => (retried = r));
+      const migrating = migrate(url, { dir: join(dirs, 'both'), lockTimeoutMs: 200, logger: { warn: () => retried() } });
+      await gaveUp;
+      // Not queued behind the waiting migration for longer than its lock timeout: this read ends
+      // while the long transaction still holds its lock.
+      expect(await reader`select count(*)::int as n from t`).toEqual([{ n: 0 }]);
+      release();
+      await longRead;
+      expect((await migrating).applied).toEqual(['00002 alter']);
+      expect(await reader`select column_name as c from information_schema.columns where table_name = 't' order by 1`).toEqual([
+        { c: 'id' },
+        { c: 'x' },
+      ]);
+    } finally {
+      await blocker.end();
+      await reader.end();
+      rmSync(dirs, { recursive: true, force: true });
+    }
   });
 });
