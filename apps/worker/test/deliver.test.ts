@@ -3,11 +3,20 @@ import { describe, expect } from 'vitest';
 import { claimDueDeliveries, type DeliveryGroup, insertEndpoint, insertEvents, publishEvents, type Sql } from '@quest/db';
 import { DEFAULT_RETRY_SCHEDULE, encryptSecret, newId, newWebhookSecret } from '@quest/domain';
 import type { DeliveryQueue } from '@quest/queue';
-import { handOverAgain, startWebhookReceiver, test, type WebhookReceiver } from '@quest/testing';
+import { test as base, handOverAgain, startWebhookReceiver, type WebhookReceiver } from '@quest/testing';
 import { type DeliverDeps, deliverGroup, type GroupResult, SignerCache } from '../src/webhooks/deliver.ts';
 import { OutboxPump, type PumpOptions } from '../src/webhooks/pump.ts';
 
 const silent = { info: () => {}, warn: () => {} };
+
+/** The fixtures of @quest/testing, and `receiver`: a webhook receiver of the test's own, closed after it. */
+// biome-ignore lint/correctness/noEmptyPattern: vitest reads a fixture's dependencies from this pattern
+const test = base.extend('receiver', async ({}, { onCleanup }) => {
+  const receiver = await startWebhookReceiver();
+  onCleanup(() => receiver.close());
+  return receiver;
+});
+
 const key = randomBytes(32);
 
 /**
@@ -176,222 +185,201 @@ describe('delivering a group of webhook deliveries', () => {
   test('a stale job (its deliveries handed over again to another) sends nothing; a deleted endpoint is dropped', async ({
     database,
     owner,
+    receiver,
   }) => {
-    const receiver = await startWebhookReceiver();
-    try {
-      const { sql } = database;
-      await quiet(sql);
-      const live = await endpoint(sql, owner.id, receiver);
-      const gone = await endpoint(sql, owner.id, receiver);
-      const ids = await events(sql, owner.id, 2);
-      const [stale] = await claim(sql, 100);
-      const all = stale!.deliveries.map((d) => d.id);
-      // The queue lost it (as the reconciler decides), and the same attempts went out again, grouped otherwise.
-      await handOverAgain(sql, all);
-      const regrouped = await claim(sql, ids.length);
-      expect(regrouped.map((g) => g.jobId)).not.toContain(stale!.jobId);
-      expect(regrouped.flatMap((g) => g.deliveries.map((d) => d.id)).sort()).toEqual([...all].sort());
+    const { sql } = database;
+    await quiet(sql);
+    const live = await endpoint(sql, owner.id, receiver);
+    const gone = await endpoint(sql, owner.id, receiver);
+    const ids = await events(sql, owner.id, 2);
+    const [stale] = await claim(sql, 100);
+    const all = stale!.deliveries.map((d) => d.id);
+    // The queue lost it (as the reconciler decides), and the same attempts went out again, grouped otherwise.
+    await handOverAgain(sql, all);
+    const regrouped = await claim(sql, ids.length);
+    expect(regrouped.map((g) => g.jobId)).not.toContain(stale!.jobId);
+    expect(regrouped.flatMap((g) => g.deliveries.map((d) => d.id)).sort()).toEqual([...all].sort());
 
-      expect(await deliverGroup(deps(sql), stale!)).toMatchObject({ read: all.length, carried: 0, sent: 0, recorded: 0 });
-      expect(receiver.deliveries).toBe(0);
+    expect(await deliverGroup(deps(sql), stale!)).toMatchObject({ read: all.length, carried: 0, sent: 0, recorded: 0 });
+    expect(receiver.deliveries).toBe(0);
 
-      // The endpoint is deleted under its pending deliveries: they are dropped, not sent.
-      await sql`update webhook_endpoints set deleted_at = now() where id = ${gone}`;
-      const results: GroupResult[] = [];
-      for (const g of regrouped) results.push(await deliverGroup(deps(sql), g));
-      const sum = (k: 'sent' | 'dropped' | 'recorded') => results.reduce((a, r) => a + r[k], 0);
-      expect([sum('sent'), sum('dropped'), sum('recorded')]).toEqual([ids.length, ids.length, 2 * ids.length]);
-      expect(new Set(receiver.events.keys())).toEqual(new Set(ids));
-      expect(receiver.deliveries).toBe(ids.length);
-      const rows = await sql<{ endpoint_id: string; status: string; attempts: number; error: string | null }[]>`
-        select endpoint_id, status, attempts, error from webhook_deliveries where endpoint_id in (${live}, ${gone}) order by id`;
-      expect(rows).toHaveLength(2 * ids.length);
-      for (const r of rows) {
-        if (r.endpoint_id === live) expect(r).toMatchObject({ status: 'delivered', attempts: 1, error: null });
-        else expect(r).toMatchObject({ status: 'failed', attempts: 0, error: 'endpoint deleted' });
-      }
-    } finally {
-      await receiver.close();
+    // The endpoint is deleted under its pending deliveries: they are dropped, not sent.
+    await sql`update webhook_endpoints set deleted_at = now() where id = ${gone}`;
+    const results: GroupResult[] = [];
+    for (const g of regrouped) results.push(await deliverGroup(deps(sql), g));
+    const sum = (k: 'sent' | 'dropped' | 'recorded') => results.reduce((a, r) => a + r[k], 0);
+    expect([sum('sent'), sum('dropped'), sum('recorded')]).toEqual([ids.length, ids.length, 2 * ids.length]);
+    expect(new Set(receiver.events.keys())).toEqual(new Set(ids));
+    expect(receiver.deliveries).toBe(ids.length);
+    const rows = await sql<{ endpoint_id: string; status: string; attempts: number; error: string | null }[]>`
+      select endpoint_id, status, attempts, error from webhook_deliveries where endpoint_id in (${live}, ${gone}) order by id`;
+    expect(rows).toHaveLength(2 * ids.length);
+    for (const r of rows) {
+      if (r.endpoint_id === live) expect(r).toMatchObject({ status: 'delivered', attempts: 1, error: null });
+      else expect(r).toMatchObject({ status: 'failed', attempts: 0, error: 'endpoint deleted' });
     }
   });
 
   test('a delivery whose event is gone (purged while it was replayed) is dropped, not sent and not left pending', async ({
     database,
     owner,
+    receiver,
   }) => {
-    const receiver = await startWebhookReceiver();
-    try {
-      const { sql } = database;
-      await quiet(sql);
-      const id = await endpoint(sql, owner.id, receiver);
-      const [kept, purged] = await events(sql, owner.id, 2);
-      const groups = await claim(sql, 100);
-      // A delivery names its event without a foreign key: the event can go from under it.
-      await sql`delete from events where id = ${purged!}`;
-      const results: GroupResult[] = [];
-      for (const g of groups) results.push(await deliverGroup(deps(sql), g));
-      expect(results.reduce((a, r) => a + r.dropped, 0)).toBe(1);
-      expect([...receiver.events.keys()]).toEqual([kept]);
-      const rows = await sql<{ event_id: string; status: string; attempts: number; error: string | null }[]>`
-        select event_id, status, attempts, error from webhook_deliveries where endpoint_id = ${id} order by id`;
-      expect(rows).toEqual([
-        { event_id: kept, status: 'delivered', attempts: 1, error: null },
-        { event_id: purged, status: 'failed', attempts: 0, error: 'event deleted past retention' },
-      ]);
-    } finally {
-      await receiver.close();
-    }
+    const { sql } = database;
+    await quiet(sql);
+    const id = await endpoint(sql, owner.id, receiver);
+    const [kept, purged] = await events(sql, owner.id, 2);
+    const groups = await claim(sql, 100);
+    // A delivery names its event without a foreign key: the event can go from under it.
+    await sql`delete from events where id = ${purged!}`;
+    const results: GroupResult[] = [];
+    for (const g of groups) results.push(await deliverGroup(deps(sql), g));
+    expect(results.reduce((a, r) => a + r.dropped, 0)).toBe(1);
+    expect([...receiver.events.keys()]).toEqual([kept]);
+    const rows = await sql<{ event_id: string; status: string; attempts: number; error: string | null }[]>`
+      select event_id, status, attempts, error from webhook_deliveries where endpoint_id = ${id} order by id`;
+    expect(rows).toEqual([
+      { event_id: kept, status: 'delivered', attempts: 1, error: null },
+      { event_id: purged, status: 'failed', attempts: 0, error: 'event deleted past retention' },
+    ]);
   });
 
-  test('a rotated secret is decrypted again; the cached signers serve the next jobs until then', async ({ database, owner }) => {
-    const receiver = await startWebhookReceiver();
-    try {
-      const { sql } = database;
-      await quiet(sql);
-      const id = await endpoint(sql, owner.id, receiver);
-      const signers = new SignerCache();
-      await events(sql, owner.id, 1);
-      for (const g of await claim(sql, 100)) await deliverGroup(deps(sql, { signers }), g);
-      await events(sql, owner.id, 1);
-      for (const g of await claim(sql, 100)) await deliverGroup(deps(sql, { signers }), g);
-      expect(signers.decrypted).toBe(1);
-      const next = newWebhookSecret();
-      await sql`update webhook_endpoints set previous_secret_enc = secret_enc, secret_enc = ${encryptSecret(next, key, id)},
-        previous_secret_expires_at = now() + interval '1 day' where id = ${id}`;
-      receiver.secrets = [...receiver.secrets, next];
-      receiver.requireAllSecrets = true;
-      await events(sql, owner.id, 1);
-      for (const g of await claim(sql, 100)) await deliverGroup(deps(sql, { signers }), g);
-      // Both, new and previous: the cached pair no longer matches the stored ciphertexts.
-      expect(signers.decrypted).toBe(3);
-      expect(receiver.events.size).toBe(3);
-      expect(receiver.invalid).toBe(0);
-    } finally {
-      await receiver.close();
-    }
+  test('a rotated secret is decrypted again; the cached signers serve the next jobs until then', async ({
+    database,
+    owner,
+    receiver,
+  }) => {
+    const { sql } = database;
+    await quiet(sql);
+    const id = await endpoint(sql, owner.id, receiver);
+    const signers = new SignerCache();
+    await events(sql, owner.id, 1);
+    for (const g of await claim(sql, 100)) await deliverGroup(deps(sql, { signers }), g);
+    await events(sql, owner.id, 1);
+    for (const g of await claim(sql, 100)) await deliverGroup(deps(sql, { signers }), g);
+    expect(signers.decrypted).toBe(1);
+    const next = newWebhookSecret();
+    await sql`update webhook_endpoints set previous_secret_enc = secret_enc, secret_enc = ${encryptSecret(next, key, id)},
+      previous_secret_expires_at = now() + interval '1 day' where id = ${id}`;
+    receiver.secrets = [...receiver.secrets, next];
+    receiver.requireAllSecrets = true;
+    await events(sql, owner.id, 1);
+    for (const g of await claim(sql, 100)) await deliverGroup(deps(sql, { signers }), g);
+    // Both, new and previous: the cached pair no longer matches the stored ciphertexts.
+    expect(signers.decrypted).toBe(3);
+    expect(receiver.events.size).toBe(3);
+    expect(receiver.invalid).toBe(0);
   });
 
   test('the pump hands due deliveries to the queue as one job per group of at most WEBHOOK_DELIVERY_BATCH', async ({
     database,
     owner,
+    receiver,
   }) => {
     const { sql } = database;
     await quiet(sql);
-    const receiver = await startWebhookReceiver();
-    try {
-      const groupSize = 7;
-      await endpoint(sql, owner.id, receiver);
-      await endpoint(sql, owner.id, receiver);
-      const ids = await events(sql, owner.id, 2 * groupSize + 2);
-      const deliveries = 2 * ids.length;
-      const added: DeliveryGroup[] = [];
-      const queue = {
-        depth: async () => 0,
-        add: async (groups: DeliveryGroup[]) => {
-          added.push(...groups);
-        },
-      } as unknown as DeliveryQueue;
-      const pump = pumpOver(sql, queue, { groupSize });
-      await pump.step();
-      expect(added).toHaveLength(Math.ceil(deliveries / groupSize));
-      expect(Math.max(...added.map((g) => g.deliveries.length))).toBe(groupSize);
-      const handed = added.flatMap((g) => g.deliveries.map((d) => d.id));
-      expect(new Set(handed).size).toBe(deliveries);
-      const [row] = await sql<{ n: number; jobs: number }[]>`
-        select count(*)::int as n, count(distinct job_id)::int as jobs from webhook_deliveries where enqueued_at is not null`;
-      expect(row).toEqual({ n: deliveries, jobs: added.length });
-      // A queue that already holds the high-water mark gets nothing more.
-      await events(sql, owner.id, 1);
-      const full = pumpOver(sql, { depth: async () => 2, add: queue.add } as unknown as DeliveryQueue, {
-        groupSize,
-        highWater: 2 * groupSize,
-      });
-      const before = added.length;
-      await full.step();
-      expect(added.length).toBe(before);
-    } finally {
-      await receiver.close();
-    }
+    const groupSize = 7;
+    await endpoint(sql, owner.id, receiver);
+    await endpoint(sql, owner.id, receiver);
+    const ids = await events(sql, owner.id, 2 * groupSize + 2);
+    const deliveries = 2 * ids.length;
+    const added: DeliveryGroup[] = [];
+    const queue = {
+      depth: async () => 0,
+      add: async (groups: DeliveryGroup[]) => {
+        added.push(...groups);
+      },
+    } as unknown as DeliveryQueue;
+    const pump = pumpOver(sql, queue, { groupSize });
+    await pump.step();
+    expect(added).toHaveLength(Math.ceil(deliveries / groupSize));
+    expect(Math.max(...added.map((g) => g.deliveries.length))).toBe(groupSize);
+    const handed = added.flatMap((g) => g.deliveries.map((d) => d.id));
+    expect(new Set(handed).size).toBe(deliveries);
+    const [row] = await sql<{ n: number; jobs: number }[]>`
+      select count(*)::int as n, count(distinct job_id)::int as jobs from webhook_deliveries where enqueued_at is not null`;
+    expect(row).toEqual({ n: deliveries, jobs: added.length });
+    // A queue that already holds the high-water mark gets nothing more.
+    await events(sql, owner.id, 1);
+    const full = pumpOver(sql, { depth: async () => 2, add: queue.add } as unknown as DeliveryQueue, {
+      groupSize,
+      highWater: 2 * groupSize,
+    });
+    const before = added.length;
+    await full.step();
+    expect(added.length).toBe(before);
   });
   test('a failed add leaves the deliveries handed over to their jobs, for the reconciler to add again', async ({
     database,
     owner,
+    receiver,
   }) => {
     const { sql } = database;
     await quiet(sql);
-    const receiver = await startWebhookReceiver();
-    try {
-      const endpointId = await endpoint(sql, owner.id, receiver);
-      await events(sql, owner.id, 3);
-      const tried: DeliveryGroup[] = [];
-      const queue = {
-        depth: async () => 0,
-        add: async (groups: DeliveryGroup[]) => {
-          tried.push(...groups);
-          throw new Error('Command timed out'); // it may have reached Redis all the same
-        },
-      } as unknown as DeliveryQueue;
-      const pump = pumpOver(sql, queue, { groupSize: 2 });
-      await expect(pump.step()).rejects.toThrow('Command timed out');
-      expect(tried).toHaveLength(2);
-      const rows = await sql<{ id: number; job_id: string | null; enqueued_at: Date | null }[]>`
-        select id, job_id, enqueued_at from webhook_deliveries where endpoint_id = ${endpointId} order by id`;
-      expect(rows).toHaveLength(3);
-      const jobOf = new Map(tried.flatMap((g) => g.deliveries.map((d) => [d.id, g.jobId] as const)));
-      for (const r of rows) expect([r.job_id, r.enqueued_at !== null]).toEqual([jobOf.get(Number(r.id)), true]);
-      // Not due again: no second job can be made of them beside one that may exist.
-      expect(await claimDueDeliveries(sql, 100, 2)).toEqual([]);
-    } finally {
-      await receiver.close();
-    }
+    const endpointId = await endpoint(sql, owner.id, receiver);
+    await events(sql, owner.id, 3);
+    const tried: DeliveryGroup[] = [];
+    const queue = {
+      depth: async () => 0,
+      add: async (groups: DeliveryGroup[]) => {
+        tried.push(...groups);
+        throw new Error('Command timed out'); // it may have reached Redis all the same
+      },
+    } as unknown as DeliveryQueue;
+    const pump = pumpOver(sql, queue, { groupSize: 2 });
+    await expect(pump.step()).rejects.toThrow('Command timed out');
+    expect(tried).toHaveLength(2);
+    const rows = await sql<{ id: number; job_id: string | null; enqueued_at: Date | null }[]>`
+      select id, job_id, enqueued_at from webhook_deliveries where endpoint_id = ${endpointId} order by id`;
+    expect(rows).toHaveLength(3);
+    const jobOf = new Map(tried.flatMap((g) => g.deliveries.map((d) => [d.id, g.jobId] as const)));
+    for (const r of rows) expect([r.job_id, r.enqueued_at !== null]).toEqual([jobOf.get(Number(r.id)), true]);
+    // Not due again: no second job can be made of them beside one that may exist.
+    expect(await claimDueDeliveries(sql, 100, 2)).toEqual([]);
   });
   test('an idle pump asks PostgreSQL one probe per step; it looks at the queue when deliveries appear, or once in dispatchEveryMs', async ({
     database,
     owner,
+    receiver,
   }) => {
     const { sql } = database;
     await quiet(sql);
-    const receiver = await startWebhookReceiver();
-    try {
-      await endpoint(sql, owner.id, receiver);
-      let depthCalls = 0;
-      const added: DeliveryGroup[] = [];
-      const queue = {
-        depth: async () => {
-          depthCalls++;
-          return 0;
-        },
-        add: async (groups: DeliveryGroup[]) => {
-          added.push(...groups);
-        },
-      } as unknown as DeliveryQueue;
-      const counted = counting(sql);
-      const pump = pumpOver(counted.sql, queue, { dispatchEveryMs: 3_600_000 });
-      await pump.step(); // the first step looks at everything (and purges, hourly)
-      const [depth0, statements0] = [depthCalls, counted.statements()];
-      for (let i = 0; i < 5; i++) await pump.step();
-      expect(depthCalls).toBe(depth0);
-      expect(counted.statements() - statements0).toBe(5);
-      // New events: published, and their deliveries handed over in the same step.
-      const ids = Array.from({ length: 3 }, () => newId('evt'));
-      await insertEvents(
-        sql,
-        ids.map((id) => ({
-          id,
-          ownerId: owner.id,
-          type: 'payout.created' as const,
-          questId: null,
-          allocationId: null,
-          batchId: null,
-          data: {},
-          createdAt: new Date(),
-        })),
-      );
-      await pump.step();
-      expect(depthCalls).toBe(depth0 + 1);
-      expect(added.flatMap((g) => g.deliveries).length).toBe(3);
-    } finally {
-      await receiver.close();
-    }
+    await endpoint(sql, owner.id, receiver);
+    let depthCalls = 0;
+    const added: DeliveryGroup[] = [];
+    const queue = {
+      depth: async () => {
+        depthCalls++;
+        return 0;
+      },
+      add: async (groups: DeliveryGroup[]) => {
+        added.push(...groups);
+      },
+    } as unknown as DeliveryQueue;
+    const counted = counting(sql);
+    const pump = pumpOver(counted.sql, queue, { dispatchEveryMs: 3_600_000 });
+    await pump.step(); // the first step looks at everything (and purges, hourly)
+    const [depth0, statements0] = [depthCalls, counted.statements()];
+    for (let i = 0; i < 5; i++) await pump.step();
+    expect(depthCalls).toBe(depth0);
+    expect(counted.statements() - statements0).toBe(5);
+    // New events: published, and their deliveries handed over in the same step.
+    const ids = Array.from({ length: 3 }, () => newId('evt'));
+    await insertEvents(
+      sql,
+      ids.map((id) => ({
+        id,
+        ownerId: owner.id,
+        type: 'payout.created' as const,
+        questId: null,
+        allocationId: null,
+        batchId: null,
+        data: {},
+        createdAt: new Date(),
+      })),
+    );
+    await pump.step();
+    expect(depthCalls).toBe(depth0 + 1);
+    expect(added.flatMap((g) => g.deliveries).length).toBe(3);
   });
 });
