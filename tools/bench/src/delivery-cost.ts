@@ -1,12 +1,13 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+
 import { claimDueDeliveries, createSql, insertEndpoint, insertEvents, publishEvents, type Sql } from '@quest/db';
 import { migrate } from '@quest/db/migrate';
 import { DEFAULT_RETRY_SCHEDULE, encryptSecret, newId, newWebhookSecret } from '@quest/domain';
 import type { DeliveryGroupJob } from '@quest/queue';
 import { startPostgres } from '@quest/testing/postgres';
 import { type DeliverDeps, deliverGroup, Limiter, SignerCache } from '../../../apps/worker/src/webhooks/deliver.ts';
+import { clusterCpuSeconds, cpuSeconds } from './probes/cpu.ts';
 import { seedOwner } from './seed.ts';
 
 /**
@@ -25,7 +26,6 @@ import { seedOwner } from './seed.ts';
  * The server runs with fsync and full_page_writes off, as in pg-cost.
  */
 
-const CLK_TCK = 100;
 const EVENTS = 10_000;
 /** Events per insert: what the ledger writes per transaction under load (coalesced requests). */
 const CHUNK = 32;
@@ -33,26 +33,6 @@ const CHUNK = 32;
 const CHUNKS_PER_STEP = 8;
 const GROUP = 50;
 const ROUNDS = 2;
-
-function clusterCpuSeconds(postmaster: number): number {
-  let total = 0;
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (Number(entry) !== postmaster && Number(f[1]) !== postmaster) continue;
-      total += (Number(f[11]) + Number(f[12])) / CLK_TCK;
-    } catch {}
-  }
-  return total;
-}
-
-function processCpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(f[11]) + Number(f[12])) / CLK_TCK;
-}
 
 const selfCpuSeconds = () => {
   const u = process.cpuUsage();
@@ -142,7 +122,7 @@ async function main() {
       const [{ lsn } = { lsn: '0/0' }] = await sql<{ lsn: string }[]>`select pg_current_wal_lsn()::text as lsn`;
       const pg0 = clusterCpuSeconds(postmaster);
       const self0 = selfCpuSeconds();
-      const receiver0 = processCpuSeconds(receiver.child.pid!);
+      const receiver0 = cpuSeconds(receiver.child.pid!)?.cpu ?? 0;
       const started = performance.now();
       let written = 0;
       let delivered = 0;
@@ -161,7 +141,7 @@ async function main() {
       const ms = performance.now() - started;
       const pgCpu = clusterCpuSeconds(postmaster) - pg0;
       const selfCpu = selfCpuSeconds() - self0;
-      const receiverCpu = processCpuSeconds(receiver.child.pid!) - receiver0;
+      const receiverCpu = (cpuSeconds(receiver.child.pid!)?.cpu ?? 0) - receiver0;
       const [{ bytes } = { bytes: '0' }] = await sql<{ bytes: string }[]>`
         select pg_wal_lsn_diff(pg_current_wal_lsn(), ${lsn}::pg_lsn)::text as bytes`;
       if (deliver && delivered !== EVENTS) throw new Error(`${delivered} of ${EVENTS} deliveries recorded`);

@@ -1,4 +1,3 @@
-import { readdirSync, readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { applyRequests, createSql, insertEvents, type Sql } from '@quest/db';
 import { migrate } from '@quest/db/migrate';
@@ -6,6 +5,7 @@ import { hashApiKey, newId } from '@quest/domain';
 import { startPostgres } from '@quest/testing/postgres';
 import { createNumberedAccounts } from '@quest/testing/seed';
 import { plainAllocate } from './plain-ledger.ts';
+import { clusterCpuSeconds } from './probes/cpu.ts';
 import { seedOwner, seedQuests } from './seed.ts';
 import { percentile, rng } from './stats.ts';
 
@@ -20,23 +20,8 @@ import { percentile, rng } from './stats.ts';
  * transaction: wall p50 / p99, CPU of this Node process (postgres.js, the plan) and of the server.
  */
 
-const CLK_TCK = 100;
 const ROUNDS = Number(process.env.ROUNDS ?? 5);
 const PER_ROUND = Number(process.env.PER_ROUND ?? 400);
-
-function clusterCpuSeconds(postmaster: number): number {
-  let total = 0;
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (Number(entry) !== postmaster && Number(f[1]) !== postmaster) continue;
-      total += (Number(f[11]) + Number(f[12])) / CLK_TCK;
-    } catch {}
-  }
-  return total;
-}
 
 interface Variant {
   name: string;

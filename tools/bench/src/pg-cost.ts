@@ -1,10 +1,10 @@
-import { readdirSync, readFileSync } from 'node:fs';
 import { applyRequests, createSql, type LedgerItem } from '@quest/db';
 import { migrate } from '@quest/db/migrate';
 import { newId, partitionOf } from '@quest/domain';
 import { startPostgres } from '@quest/testing/postgres';
 import { createNumberedAccounts } from '@quest/testing/seed';
 import { directBatches } from './direct.ts';
+import { clusterCpuSeconds } from './probes/cpu.ts';
 import { seedOwner, seedQuests } from './seed.ts';
 import { rng } from './stats.ts';
 
@@ -20,23 +20,6 @@ import { rng } from './stats.ts';
  * The server runs with fsync and full_page_writes off (it is a throwaway on a shared disk): WAL
  * volume is that without full-page images, and commit latency is not the disk's.
  */
-
-const CLK_TCK = 100;
-
-function clusterCpuSeconds(postmaster: number): number {
-  let total = 0;
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      const ppid = Number(f[1]);
-      if (Number(entry) !== postmaster && ppid !== postmaster) continue;
-      total += (Number(f[11]) + Number(f[12])) / CLK_TCK;
-    } catch {}
-  }
-  return total;
-}
 
 const PARTITIONS = 16;
 

@@ -29,6 +29,24 @@ export function cpuSeconds(pid: number | string): { comm: string; cpu: number; e
   }
 }
 
+/**
+ * CPU seconds (user+system) of a private PostgreSQL cluster: its postmaster and every process it
+ * started (backends, WAL writer, checkpointer, autovacuum), for the cost tools that run one.
+ */
+export function clusterCpuSeconds(postmaster: number): number {
+  let total = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(entry) !== postmaster && Number(f[1]) !== postmaster) continue;
+      total += (Number(f[11]) + Number(f[12])) / CLK_TCK;
+    } catch {}
+  }
+  return total;
+}
+
 export type CpuSnapshot = Map<string, { group: string; cpu: number }>;
 
 /** Busy and total CPU seconds of the whole machine (all CPUs), from /proc/stat. */
