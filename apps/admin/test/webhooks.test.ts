@@ -2,9 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertEvents, publishEvents } from '@quest/db';
 import { createOwner } from '@quest/db/owners';
-import { insertEndpoint } from '@quest/db/webhooks';
 import { newId } from '@quest/domain';
-import { createTestDatabase, type TestDatabase } from '@quest/testing';
+import { createTestDatabase, createTestEndpoint, type TestDatabase } from '@quest/testing';
 import { expectFailure, expectUsageError, jsonOf, runCli } from './helpers.ts';
 
 let db: TestDatabase;
@@ -15,15 +14,8 @@ const cli = (...args: string[]) => runCli(args, { DATABASE_URL: db.url });
 beforeAll(async () => {
   db = await createTestDatabase();
   ownerId = (await createOwner(db.sql, { name: 'Hooked', pass: `0x${randomBytes(20).toString('hex')}` })).owner.id;
-  endpointId = newId('whe');
-  await insertEndpoint(db.sql, {
-    id: endpointId,
-    ownerId,
-    url: 'https://hooks.example.com/q',
-    description: '',
-    eventTypes: ['payout.created'],
-    secretEnc: Buffer.from([1]),
-  });
+  endpointId = (await createTestEndpoint(db.sql, ownerId, { url: 'https://hooks.example.com/q', eventTypes: ['payout.created'] }))
+    .id;
   const event = { ownerId, questId: null, allocationId: null, batchId: null, data: {}, createdAt: new Date() };
   await insertEvents(db.sql, [
     { ...event, id: newId('evt'), type: 'payout.created' },

@@ -1,8 +1,7 @@
 import { describe, expect } from 'vitest';
-import { claimDueDeliveries, insertEndpoint, insertEvents, publishEvents } from '@quest/db';
-import { newId } from '@quest/domain';
+import { claimDueDeliveries, insertEvents, publishEvents } from '@quest/db';
 import { DeliveryQueue, redisConnection } from '@quest/queue';
-import { test } from '@quest/testing';
+import { createTestEndpoint, test, testEvents } from '@quest/testing';
 import { redrives } from '../src/metrics.ts';
 import { Reconciler } from '../src/reconciler.ts';
 
@@ -15,28 +14,8 @@ describe('the reconciler and webhook deliveries', () => {
     owner,
   }) => {
     const { sql } = database;
-    const endpointId = newId('whe');
-    await insertEndpoint(sql, {
-      id: endpointId,
-      ownerId: owner.id,
-      url: 'https://hooks.example.com/',
-      description: '',
-      eventTypes: null,
-      secretEnc: Buffer.from([1]),
-    });
-    const event = {
-      ownerId: owner.id,
-      type: 'payout.created' as const,
-      questId: null,
-      allocationId: null,
-      batchId: null,
-      data: {},
-      createdAt: new Date(),
-    };
-    await insertEvents(sql, [
-      { ...event, id: newId('evt') },
-      { ...event, id: newId('evt') },
-    ]);
+    const endpointId = (await createTestEndpoint(sql, owner.id)).id;
+    await insertEvents(sql, testEvents(owner.id, 2));
     await publishEvents(sql, 100);
     const ids = (
       await sql<{ id: number }[]>`select id from webhook_deliveries where endpoint_id = ${endpointId} order by id`

@@ -3,14 +3,12 @@ import {
   claimDueDeliveries,
   createSql,
   getDeliveryWorks,
-  insertEndpoint,
   insertEvents,
   publishEvents,
   recordAttempts,
   type Sql,
 } from '@quest/db';
-import { newId } from '@quest/domain';
-import { test } from '@quest/testing';
+import { createTestEndpoint, test, testEvents } from '@quest/testing';
 import { until } from '@quest/testing/wait';
 
 /**
@@ -28,20 +26,6 @@ async function deliveryStats(sql: Sql) {
   const [row] = await sql<{ seq: number; upd: number }[]>`
     select coalesce(seq_tup_read, 0)::int as seq, n_tup_upd::int as upd from pg_stat_user_tables where relname = 'webhook_deliveries'`;
   return row!;
-}
-
-function events(ownerId: string, n: number) {
-  const now = new Date();
-  return Array.from({ length: n }, () => ({
-    id: newId('evt'),
-    ownerId,
-    type: 'payout.created' as const,
-    questId: null,
-    allocationId: null,
-    batchId: null,
-    data: {},
-    createdAt: now,
-  }));
 }
 
 /** Claim every due delivery, read each group and record its attempts as delivered. */
@@ -82,23 +66,15 @@ describe('delivering on a database that started empty', () => {
     // One connection, so every call runs the same prepared statements.
     const sql = createSql(database.url, { max: 1 });
     try {
-      const endpointId = newId('whe');
-      await insertEndpoint(database.sql, {
-        id: endpointId,
-        ownerId: owner.id,
-        url: 'https://hooks.example.com/',
-        description: '',
-        eventTypes: null,
-        secretEnc: Buffer.from([1]),
-      });
+      await createTestEndpoint(database.sql, owner.id);
       // Eight rounds of one delivery each while the table is nearly empty, with its statistics.
       for (let i = 0; i < 8; i++) {
-        await insertEvents(database.sql, events(owner.id, 1));
+        await insertEvents(database.sql, testEvents(owner.id, 1));
         await publishEvents(database.sql, 1000);
         if (i === 0) await database.sql`analyze webhook_deliveries`;
         expect(await deliverAll(sql)).toBe(1);
       }
-      await insertEvents(database.sql, events(owner.id, DELIVERIES));
+      await insertEvents(database.sql, testEvents(owner.id, DELIVERIES));
       for (let r = await publishEvents(database.sql, 1000); r.published > 0; r = await publishEvents(database.sql, 1000));
       const before = await deliveryStats(database.sql);
       expect(await deliverAll(sql)).toBe(DELIVERIES);

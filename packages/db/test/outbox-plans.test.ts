@@ -1,7 +1,6 @@
 import { describe, expect } from 'vitest';
 import { createSql, insertEvents, publishEvents, type Sql } from '@quest/db';
-import { newId } from '@quest/domain';
-import { test } from '@quest/testing';
+import { test, testEvents } from '@quest/testing';
 import { until } from '@quest/testing/wait';
 
 /**
@@ -27,20 +26,7 @@ describe('the publisher on a database that started empty', () => {
       // Statistics of the empty table, as a start-up `analyze` (or the bench's) leaves them.
       await database.sql`analyze events`;
       for (let i = 0; i < 8; i++) expect((await publishEvents(sql, 1000)).published).toBe(0);
-      const now = new Date();
-      await insertEvents(
-        database.sql,
-        Array.from({ length: EVENTS }, () => ({
-          id: newId('evt'),
-          ownerId: owner.id,
-          type: 'payout.created' as const,
-          questId: null,
-          allocationId: null,
-          batchId: null,
-          data: {},
-          createdAt: now,
-        })),
-      );
+      await insertEvents(database.sql, testEvents(owner.id, EVENTS));
       const before = await eventsStats(database.sql);
       let published = 0;
       for (let step = 0; step < 10 && published < EVENTS; step++) published += (await publishEvents(sql, 1000)).published;

@@ -5,7 +5,6 @@ import {
   BatchProgressMoved,
   eventPosition,
   insertBatch,
-  insertEndpoint,
   insertEvents,
   listEvents,
   publishEvents,
@@ -13,7 +12,7 @@ import {
   type Sql,
 } from '@quest/db';
 import { idTimeBound, newId } from '@quest/domain';
-import { test } from '@quest/testing';
+import { createTestEndpoint, test } from '@quest/testing';
 
 /** Publish until nothing is left (another test file never shares this database). */
 async function publishAll(sql: Sql) {
@@ -211,22 +210,8 @@ describe('the events outbox', () => {
   }) => {
     const { sql } = database;
     await publishAll(sql);
-    const all = await insertEndpoint(sql, {
-      id: newId('whe'),
-      ownerId: owner.id,
-      url: 'https://example.com/a',
-      description: '',
-      eventTypes: null,
-      secretEnc: Buffer.from([1]),
-    });
-    const some = await insertEndpoint(sql, {
-      id: newId('whe'),
-      ownerId: owner.id,
-      url: 'https://example.com/b',
-      description: '',
-      eventTypes: ['batch.completed'],
-      secretEnc: Buffer.from([1]),
-    });
+    const all = await createTestEndpoint(sql, owner.id, { url: 'https://example.com/a' });
+    const some = await createTestEndpoint(sql, owner.id, { url: 'https://example.com/b', eventTypes: ['batch.completed'] });
     const old = new Date(Date.now() - 40 * 86_400_000);
     // newId is monotonic within a process (it would not go back 40 days): build an id of that time.
     const oldId = `${idTimeBound('evt', old.getTime())}0000000000000000`;

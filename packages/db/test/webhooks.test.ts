@@ -1,30 +1,12 @@
 import { describe, expect } from 'vitest';
-import { claimDueDeliveries, insertEndpoint, insertEvents, publishEvents, recordAttempts } from '@quest/db';
-import { newId } from '@quest/domain';
-import { handOverAgain, test } from '@quest/testing';
+import { claimDueDeliveries, insertEvents, publishEvents, recordAttempts } from '@quest/db';
+import { createTestEndpoint, handOverAgain, test, testEvents } from '@quest/testing';
 
 describe('webhook deliveries in groups', () => {
   test('claiming names each group by its deliveries and attempts; an attempt is recorded once', async ({ database, owner }) => {
     const { sql } = database;
-    const endpointId = newId('whe');
-    await insertEndpoint(sql, {
-      id: endpointId,
-      ownerId: owner.id,
-      url: 'https://hooks.example.com/',
-      description: '',
-      eventTypes: null,
-      secretEnc: Buffer.from([1]),
-    });
-    const events = Array.from({ length: 5 }, () => ({
-      id: newId('evt'),
-      ownerId: owner.id,
-      type: 'payout.created' as const,
-      questId: null,
-      allocationId: null,
-      batchId: null,
-      data: {},
-      createdAt: new Date(),
-    }));
+    await createTestEndpoint(sql, owner.id);
+    const events = testEvents(owner.id, 5);
     await insertEvents(sql, events);
     await publishEvents(sql, 100);
     const size = 2;

@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Sql } from '@quest/db';
+import { type EndpointRow, insertEndpoint, type Sql } from '@quest/db';
+import { type EventRow, newId } from '@quest/domain';
 import { Webhook } from 'standardwebhooks';
 
 /**
@@ -127,4 +128,38 @@ export async function startWebhookReceiver(opts: { port?: number } = {}): Promis
 export async function handOverAgain(sql: Sql, ids: readonly number[]): Promise<void> {
   await sql`update webhook_deliveries set enqueued_at = null, job_id = null, next_attempt_at = now()
             where id = any(${ids as number[]}::bigint[]) and status = 'pending'`;
+}
+
+/**
+ * A webhook endpoint of `ownerId` for tests that never sign a delivery: its stored secret is a
+ * placeholder byte, not a ciphertext (tests that deliver encrypt a real one).
+ */
+export function createTestEndpoint(
+  sql: Sql,
+  ownerId: string,
+  fields: { url?: string; eventTypes?: string[] | null } = {},
+): Promise<EndpointRow> {
+  return insertEndpoint(sql, {
+    id: newId('whe'),
+    ownerId,
+    url: fields.url ?? 'https://hooks.example.com/',
+    description: '',
+    eventTypes: fields.eventTypes ?? null,
+    secretEnc: Buffer.from([1]),
+  });
+}
+
+/** `n` events of `ownerId` with fresh ids, as insertEvents takes them: payout.created, no quest, empty data, now. */
+export function testEvents(ownerId: string, n: number): EventRow[] {
+  const createdAt = new Date();
+  return Array.from({ length: n }, () => ({
+    id: newId('evt'),
+    ownerId,
+    type: 'payout.created' as const,
+    questId: null,
+    allocationId: null,
+    batchId: null,
+    data: {},
+    createdAt,
+  }));
 }
