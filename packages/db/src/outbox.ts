@@ -8,7 +8,7 @@ import {
   type PlanItem,
   planEvents,
 } from '@quest/domain';
-import { keyedSettings, pipelinedTransaction, type Sql } from './client.ts';
+import { keyedSettings, keyedStatement, pipelinedTransaction, type Sql } from './client.ts';
 
 /**
  * The events outbox (docs/events.md): events written in the transaction that decides them,
@@ -61,7 +61,11 @@ export interface PublishResult {
  * follow commit order: an event committed after a reader saw position p gets a position above p.
  *
  * Cheap when there is nothing to do, since every worker's pump calls it several times a second: one
- * probe of the unpublished-events index, and no transaction. Otherwise one round trip: BEGIN, the
+ * probe of the unpublished-events index, in one round trip. The probe runs under keyedSettings too:
+ * planned on the statistics of a table that was empty (a fresh database, or one analyzed before a
+ * burst), it was a sequential scan of all of `events`, ten times a second per worker — 1–5 ms a
+ * probe in the webhooks bench, growing with the table (auto_explain; outbox-probe.test.ts).
+ * Otherwise one round trip: BEGIN, the
  * lock, the numbering and COMMIT go out together (pipelined). The lock waits for another
  * publisher's commit rather than giving up, and the numbering is a statement of its own after it,
  * so its snapshot (read committed: one per statement) sees the positions that publisher gave.
@@ -74,7 +78,10 @@ export interface PublishResult {
  * every step.
  */
 export async function publishEvents(sql: Sql, limit: number): Promise<PublishResult> {
-  const [probe] = await sql<{ waiting: boolean }[]>`select exists (select 1 from events where position is null) as waiting`;
+  const [probe] = await keyedStatement(
+    sql,
+    (tx) => tx<{ waiting: boolean }[]>`select exists (select 1 from events where position is null) as waiting`,
+  );
   if (!probe?.waiting) return { ran: false, published: 0, deliveries: 0 };
   return pipelinedTransaction(sql, async (tx, commit) => {
     const lock = tx`select pg_advisory_xact_lock(${PUBLISHER_LOCK_ID})`;
