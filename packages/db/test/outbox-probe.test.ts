@@ -1,6 +1,6 @@
 import { describe, expect } from 'vitest';
-import { createSql, insertEvents, publishEvents, type Sql } from '@quest/db';
-import { test, testEvents } from '@quest/testing';
+import { createSql, insertEvents, publishEvents } from '@quest/db';
+import { flushTableStats, tableStats, test, testEvents } from '@quest/testing';
 import { until } from '@quest/testing/wait';
 
 /**
@@ -12,13 +12,6 @@ import { until } from '@quest/testing/wait';
  */
 const EVENTS = 3000;
 const PROBES = 40;
-
-async function eventsStats(sql: Sql) {
-  const [row] = await sql<{ scans: number; seq: number }[]>`
-    select (coalesce(seq_scan, 0) + coalesce(idx_scan, 0))::int as scans, coalesce(seq_tup_read, 0)::int as seq
-    from pg_stat_user_tables where relname = 'events'`;
-  return row!;
-}
 
 describe('the idle probe on a database that started empty', () => {
   test(`finds nothing to publish among ${EVENTS} published events without reading them`, async ({ database, owner }) => {
@@ -32,17 +25,17 @@ describe('the idle probe on a database that started empty', () => {
       let published = 0;
       for (let step = 0; step < 10 && published < EVENTS; step++) published += (await publishEvents(sql, 1000)).published;
       expect(published).toBe(EVENTS);
-      const before = await eventsStats(database.sql);
+      const before = await tableStats(database.sql, 'events');
       for (let i = 0; i < PROBES; i++) expect((await publishEvents(sql, 1000)).ran).toBe(false);
-      await sql`do $$ begin perform pg_stat_force_next_flush(); exception when undefined_function then null; end $$`;
+      await flushTableStats(sql);
       // Every probe scans the table once, by an index or sequentially: wait for those statistics.
       const after = await until('the probes’ statistics', 30_000, async () => {
-        const s = await eventsStats(database.sql);
+        const s = await tableStats(database.sql, 'events');
         return s.scans - before.scans >= PROBES ? s : undefined;
       });
       // A sequential scan per probe reads all 3,000 published events each time (120,000 rows); a
       // look into the unpublished-events index reads none.
-      expect(after.seq - before.seq).toBeLessThan(EVENTS);
+      expect(after.seqRows - before.seqRows).toBeLessThan(EVENTS);
     } finally {
       await sql.end({ timeout: 2 });
     }

@@ -9,4 +9,5 @@ export * from './system.ts';
 export * from './fixtures.ts';
 export * from './metrics.ts';
 export * from './redis-cluster.ts';
+export * from './table-stats.ts';
 export * from './webhooks.ts';
