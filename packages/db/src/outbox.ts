@@ -65,10 +65,10 @@ export interface PublishResult {
  * planned on the statistics of a table that was empty (a fresh database, or one analyzed before a
  * burst), it was a sequential scan of all of `events`, ten times a second per worker — 1–5 ms a
  * probe in the webhooks bench, growing with the table (auto_explain; outbox-probe.test.ts).
- * Otherwise one round trip: BEGIN, the
- * lock, the numbering and COMMIT go out together (pipelined). The lock waits for another
- * publisher's commit rather than giving up, and the numbering is a statement of its own after it,
- * so its snapshot (read committed: one per statement) sees the positions that publisher gave.
+ * Otherwise one round trip: BEGIN, the lock, the numbering and COMMIT go out together (pipelined).
+ * The lock waits for another publisher's commit rather than giving up, and the numbering is a
+ * statement of its own after it, so its snapshot (read committed: one per statement) sees the
+ * positions that publisher gave.
  *
  * Under keyedSettings: planned afresh each time, as a generic plan cached while `events` was empty
  * — a worker started on a fresh database — scanned the whole table once per event it numbered (a
