@@ -13,10 +13,10 @@ export interface AllocateRequest {
    * Default: a fresh random key, kept across this call's retries. Pass your own (an order id) to
    * make a retry of the whole call — after a crash, or a DEADLINE_EXCEEDED — safe too.
    */
-  idempotencyKey?: string;
+  idempotencyKey?: string | undefined;
   /** Give up (DEADLINE_EXCEEDED, retryable) when undecided after this long. Default 60 s. */
-  deadlineMs?: number;
-  signal?: AbortSignal;
+  deadlineMs?: number | undefined;
+  signal?: AbortSignal | undefined;
 }
 
 /** The service's decision about a credit. Anything else (bad request, wrong key, unavailable) throws a QuestError. */

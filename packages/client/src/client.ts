@@ -4,14 +4,18 @@ import type { RowSource } from './credit/plan.ts';
 import type { CreditRow } from './credit/rows.ts';
 import { type EventsPage, type EventsQuery, iterateEvents, listEvents } from './events.ts';
 import { type ReverseOutcome, type ReverseRequest, reverse } from './reverse.ts';
+import { withDefaults } from './retry.ts';
 import { type QuestClientOptions, Transport } from './transport.ts';
 import type { Allocation, Batch, Campaign, Event, PayoutDetail, PublicQuest, QuestDetail, ReversalStatus } from './types.ts';
 import { webhooks } from './webhooks.ts';
 
 export interface Page {
-  limit?: number;
-  offset?: number;
+  limit?: number | undefined;
+  offset?: number | undefined;
 }
+
+/** A page as the query string takes it: only the fields given. */
+type PageQuery = { limit?: number; offset?: number };
 
 /**
  * The Quest Rewards API, doing the right thing by default: every call retries transport errors,
@@ -31,18 +35,18 @@ export interface QuestClient {
     options?: CreditManyOptions<R>,
   ): AsyncGenerator<CreditBatchReport<R>, void, undefined>;
   /** A quest with a page of its payouts (owner's key). */
-  getQuest(questId: number, page?: Page, o?: { signal?: AbortSignal }): Promise<QuestDetail>;
+  getQuest(questId: number, page?: Page, o?: { signal?: AbortSignal | undefined }): Promise<QuestDetail>;
   /** Public quests, optionally of one owner (by pass address). */
-  listQuests(query?: Page & { owner?: string }, o?: { signal?: AbortSignal }): Promise<PublicQuest[]>;
-  getCampaign(id: number, o?: { signal?: AbortSignal }): Promise<Campaign>;
+  listQuests(query?: Page & { owner?: string | undefined }, o?: { signal?: AbortSignal | undefined }): Promise<PublicQuest[]>;
+  getCampaign(id: number, o?: { signal?: AbortSignal | undefined }): Promise<Campaign>;
   /** An allocation's status (the Location of a 202). */
-  getAllocation(questId: number, allocationId: string, o?: { signal?: AbortSignal }): Promise<Allocation>;
+  getAllocation(questId: number, allocationId: string, o?: { signal?: AbortSignal | undefined }): Promise<Allocation>;
   /** A reversal's status (the Location of a 202). */
-  getReversal(questId: number, reversalId: string, o?: { signal?: AbortSignal }): Promise<ReversalStatus>;
+  getReversal(questId: number, reversalId: string, o?: { signal?: AbortSignal | undefined }): Promise<ReversalStatus>;
   /** A payout with reversed_amount and its reversals (owner's key). */
-  getPayout(questId: number, payoutId: string, o?: { signal?: AbortSignal }): Promise<PayoutDetail>;
+  getPayout(questId: number, payoutId: string, o?: { signal?: AbortSignal | undefined }): Promise<PayoutDetail>;
   /** A batch's progress and a page of its results. */
-  getBatch(questId: number, batchId: string, page?: Page, o?: { signal?: AbortSignal }): Promise<Batch>;
+  getBatch(questId: number, batchId: string, page?: Page, o?: { signal?: AbortSignal | undefined }): Promise<Batch>;
   /** The owner's event feed (GET /events): one page, or every event after a cursor, in commit order. */
   events: {
     list(query?: EventsQuery): Promise<EventsPage>;
@@ -67,11 +71,16 @@ export function createQuestClient(options: QuestClientOptions): QuestClient {
     getQuest: (questId, page = {}, o = {}) =>
       read(
         'getQuest',
-        (signal) => api.GET('/quests/{questId}', { params: { path: { questId }, query: page }, signal }),
+        (signal) =>
+          api.GET('/quests/{questId}', { params: { path: { questId }, query: withDefaults<PageQuery>({}, page) }, signal }),
         o.signal,
       ),
     listQuests: (query = {}, o = {}) =>
-      read('listPublicQuests', (signal) => api.GET('/quests', { params: { query }, signal }), o.signal),
+      read(
+        'listPublicQuests',
+        (signal) => api.GET('/quests', { params: { query: withDefaults<PageQuery & { owner?: string }>({}, query) }, signal }),
+        o.signal,
+      ),
     getCampaign: (id, o = {}) =>
       read('getCampaign', (signal) => api.GET('/campaigns/{id}', { params: { path: { id } }, signal }), o.signal),
     getAllocation: async (questId, allocationId, o = {}) =>
@@ -104,7 +113,10 @@ export function createQuestClient(options: QuestClientOptions): QuestClient {
         await read(
           'getBatch',
           (signal) =>
-            api.GET('/quests/{questId}/batches/{batchId}', { params: { path: { questId, batchId }, query: page }, signal }),
+            api.GET('/quests/{questId}/batches/{batchId}', {
+              params: { path: { questId, batchId }, query: withDefaults<PageQuery>({}, page) },
+              signal,
+            }),
           o.signal,
         )
       ).batch,

@@ -3,12 +3,12 @@ import type { Event } from './types.ts';
 
 export interface EventsQuery {
   /** Resume after this event id (the last one you processed); from the oldest kept when omitted. */
-  after?: string;
+  after?: string | undefined;
   /** Only these event types (e.g. `['payout.created', 'payout.reversed']`). */
-  type?: readonly Event['type'][];
+  type?: readonly Event['type'][] | undefined;
   /** Events per page, 1..1000 (default 100). */
-  limit?: number;
-  signal?: AbortSignal;
+  limit?: number | undefined;
+  signal?: AbortSignal | undefined;
 }
 
 export interface EventsPage {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { backoffMs, DEFAULT_RETRY, isTransientStatus, parseRetryAfter, randomKey, sleep } from './retry.ts';
+import { backoffMs, DEFAULT_RETRY, isTransientStatus, parseRetryAfter, randomKey, sleep, withDefaults } from './retry.ts';
 
 describe('backoffMs', () => {
   it('doubles from the base delay up to the cap, with equal jitter', () => {
@@ -49,5 +49,12 @@ describe('small parts', () => {
     controller.abort(new Error('stop'));
     await expect(waiting).rejects.toThrow('stop');
     await expect(sleep(1, AbortSignal.abort(new Error('already')))).rejects.toThrow('already');
+  });
+});
+
+describe('withDefaults', () => {
+  it('takes the fields given and keeps the default of a field given as undefined', () => {
+    expect(withDefaults(DEFAULT_RETRY, { maxAttempts: 3, baseDelayMs: undefined })).toEqual({ ...DEFAULT_RETRY, maxAttempts: 3 });
+    expect(withDefaults(DEFAULT_RETRY, undefined)).toEqual(DEFAULT_RETRY);
   });
 });

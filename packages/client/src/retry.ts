@@ -16,6 +16,17 @@ export interface RetryPolicy {
   maxRetryAfterMs: number;
 }
 
+/** Some fields of `T`, each of which may also be given as undefined (meaning: the default). */
+export type Overrides<T> = { [K in keyof T]?: T[K] | undefined };
+
+/** `defaults` with the fields `given` sets; a field given as undefined keeps its default. */
+export function withDefaults<T extends object>(defaults: T, given: Overrides<T> | undefined): T {
+  const out = { ...defaults };
+  for (const [name, value] of Object.entries(given ?? {}))
+    if (value !== undefined) (out as Record<string, unknown>)[name] = value;
+  return out;
+}
+
 export const DEFAULT_RETRY: RetryPolicy = {
   maxAttempts: 8,
   baseDelayMs: 250,

@@ -8,18 +8,18 @@ export interface ReverseRequest {
   /** The payout to take points back from (`pay_…`). */
   payoutId: string;
   /** Points to take back; absent: the payout's whole unreversed remainder. */
-  points?: number;
+  points?: number | undefined;
   /** Why, for the record (at most 500 characters). */
-  reason?: string;
+  reason?: string | undefined;
   /**
    * The reversal's identity: the same key always gets the same outcome, never a second reversal.
    * Default: a fresh random key, kept across this call's retries. Pass your own (e.g. derived from
    * the payout id) to make a retry of the whole call — after a crash, or a DEADLINE_EXCEEDED — safe too.
    */
-  idempotencyKey?: string;
+  idempotencyKey?: string | undefined;
   /** Give up (DEADLINE_EXCEEDED, retryable) when undecided after this long. Default 60 s. */
-  deadlineMs?: number;
-  signal?: AbortSignal;
+  deadlineMs?: number | undefined;
+  signal?: AbortSignal | undefined;
 }
 
 /**

@@ -1,6 +1,15 @@
 import createFetchClient, { type Client } from 'openapi-fetch';
 import { errorFromAnswer, QuestError } from './errors.ts';
-import { backoffMs, DEFAULT_RETRY, isTransientStatus, parseRetryAfter, type RetryPolicy, sleep } from './retry.ts';
+import {
+  backoffMs,
+  DEFAULT_RETRY,
+  isTransientStatus,
+  type Overrides,
+  parseRetryAfter,
+  type RetryPolicy,
+  sleep,
+  withDefaults,
+} from './retry.ts';
 import type { paths } from './types.ts';
 
 /** One retry about to happen, for logs and progress displays. */
@@ -24,17 +33,17 @@ export interface QuestClientOptions {
   /** Where the API is, e.g. `https://rewards.example.com` (a path prefix is kept). */
   baseUrl: string;
   /** The quest owner's key (`sk_…`), sent as `x-api-key`; the public reads work without. */
-  apiKey?: string;
+  apiKey?: string | undefined;
   /** A fetch of your own (tests, proxies, instrumentation); defaults to the global fetch. */
-  fetch?: (request: Request) => Promise<Response>;
+  fetch?: ((request: Request) => Promise<Response>) | undefined;
   /** Retry policy of every call (merged over DEFAULT_RETRY). */
-  retry?: Partial<RetryPolicy>;
+  retry?: Overrides<RetryPolicy> | undefined;
   /** One attempt's limit, answer included; the API holds a batch POST up to BATCH_WAIT_MS (30 s). Default 120 s. */
-  requestTimeoutMs?: number;
+  requestTimeoutMs?: number | undefined;
   /** Extra headers on every request (e.g. a user-agent where the platform allows one). */
-  headers?: Record<string, string>;
+  headers?: Record<string, string> | undefined;
   /** Told before every retry, of every call. */
-  onRetry?: (event: RetryEvent) => void;
+  onRetry?: ((event: RetryEvent) => void) | undefined;
 }
 
 /** What one attempt of an openapi-fetch call resolves to. */
@@ -77,9 +86,11 @@ export class Transport {
   readonly api: Client<paths>;
   readonly policy: RetryPolicy;
   readonly timeoutMs: number;
+  private readonly o: QuestClientOptions;
 
-  constructor(private readonly o: QuestClientOptions) {
-    this.policy = { ...DEFAULT_RETRY, ...o.retry };
+  constructor(o: QuestClientOptions) {
+    this.o = o;
+    this.policy = withDefaults(DEFAULT_RETRY, o.retry);
     if (!(this.policy.maxAttempts >= 1)) throw new RangeError('retry.maxAttempts must be at least 1');
     this.timeoutMs = o.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     const headers: Record<string, string> = { accept: 'application/json', ...o.headers };

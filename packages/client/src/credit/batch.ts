@@ -64,17 +64,23 @@ export interface BatchHooks {
   onStall(idleMs: number, stalls: number): void;
 }
 
+export interface BatchSenderOptions {
+  /** Ask for a 202 as soon as the batch is enqueued (`Prefer: respond-async`). */
+  respondAsync: boolean;
+  stall: StallPolicy;
+  signal: AbortSignal;
+}
+
 export class BatchSender {
-  constructor(
-    private readonly t: Transport,
-    private readonly questId: number,
-    private readonly o: {
-      /** Ask for a 202 as soon as the batch is enqueued (`Prefer: respond-async`). */
-      respondAsync: boolean;
-      stall: StallPolicy;
-      signal: AbortSignal;
-    },
-  ) {}
+  private readonly t: Transport;
+  private readonly questId: number;
+  private readonly o: BatchSenderOptions;
+
+  constructor(t: Transport, questId: number, o: BatchSenderOptions) {
+    this.t = t;
+    this.questId = questId;
+    this.o = o;
+  }
 
   private async post(key: string, body: string, hooks: BatchHooks, onAttempt?: (r: Response | null) => void): Promise<Batch> {
     const { t, questId } = this;

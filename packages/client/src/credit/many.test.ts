@@ -1,7 +1,8 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, expectTypeOf, it } from 'vitest';
 import { A, B, envelope, FAST_RETRY, json } from '../../test/fetch.ts';
 import { createQuestClient } from '../client.ts';
-import { CreditBatchError, type CreditBatchReport } from './many.ts';
+import type { Payout } from '../types.ts';
+import { CreditBatchError, type CreditBatchReport, type CreditRowResult } from './many.ts';
 import type { CreditState } from './state.ts';
 
 interface Row {
@@ -141,12 +142,11 @@ describe('creditMany', () => {
     const first = clientOf(service.fetch).creditMany(7, rows, { batchSize: 2, concurrency: 3, onState: (s) => void (saved = s) });
     for await (const report of first) {
       expect(report.batch!.index).toBe(0);
-      break; // the process "dies" here: the state stored is the one before this report was handled
+      break; // leaving the loop counts the report broken on as handled: onState gets its state
     }
-    expect(saved).toMatchObject({ rowsDone: 0, batchesDone: 0 });
-    const handled = { ...saved!, rowsDone: 2, batchesDone: 1 };
+    expect(saved).toMatchObject({ rowsDone: 2, batchesDone: 1 });
     const sentBefore = service.posts.length;
-    const resumed = await collect(clientOf(service.fetch).creditMany(7, rows, { state: handled }));
+    const resumed = await collect(clientOf(service.fetch).creditMany(7, rows, { state: saved }));
     expect(resumed.map((r) => r.batch!.index)).toEqual([1, 2, 3, 4]);
     expect(resumed.flatMap((r) => r.results.map((x) => x.row.n))).toEqual([2, 3, 4, 5, 6, 7, 8, 9]);
     // Batch 0 was not sent again; batches the first run had in flight came back as replays.
@@ -155,6 +155,39 @@ describe('creditMany', () => {
     expect(replayed.length).toBe(2 * (sentBefore - 1));
     expect([...service.credits.values()].every((n) => n === 1)).toBe(true);
     expect(service.credits.size).toBe(10);
+  });
+
+  it('leaving the loop by a throw also stores the state of the report held', async () => {
+    let saved: CreditState | undefined;
+    const run = clientOf(fakeService().fetch).creditMany(7, rowsOf(6), { batchSize: 2, onState: (s) => void (saved = s) });
+    const error = await (async () => {
+      for await (const report of run) throw new Error(`stop at ${report.batch!.index}`);
+    })().catch((e: unknown) => e);
+    expect(error).toEqual(new Error('stop at 0'));
+    expect(saved).toMatchObject({ rowsDone: 2, batchesDone: 1 });
+  });
+
+  it('a credited row always has its payout: a completed result without one is a BAD_RESPONSE', async () => {
+    expectTypeOf<Extract<CreditRowResult<Row>, { status: 'credited' }>['payout']>().toEqualTypeOf<Payout>();
+    const bare = {
+      batch: {
+        id: 'bat_0',
+        status: 'completed',
+        total: 1,
+        processed: 1,
+        succeeded: 1,
+        failed: 0,
+        created_at: 'x',
+        updated_at: 'x',
+      },
+    };
+    const service = fakeService({
+      refuse: () => json(200, { batch: { ...bare.batch, results: [{ index: 0, status: 'completed' }] } }),
+    });
+    await expect(collect(clientOf(service.fetch).creditMany(7, rowsOf(1)))).rejects.toMatchObject({
+      code: 'BAD_RESPONSE',
+      message: 'result 0 is completed without its payout',
+    });
   });
 
   it('refuses a state that does not fit the call', async () => {
@@ -177,6 +210,7 @@ describe('creditMany', () => {
     expect(error).toBeInstanceOf(CreditBatchError);
     expect(error).toMatchObject({ code: 'INVALID_API_KEY', status: 401, retryable: false, batch: { index: 2 } });
     expect((error as CreditBatchError<Row>).batch.rows.map((r) => r.n)).toEqual([4, 5]);
+    expect((error as CreditBatchError<Row>).batch.idempotencyKey).toMatch(/:r4$/);
     expect(reports.map((r) => r.batch!.index)).toEqual([0, 1]);
   });
 

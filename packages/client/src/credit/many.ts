@@ -1,4 +1,5 @@
 import { QuestError } from '../errors.ts';
+import { type Overrides, withDefaults } from '../retry.ts';
 import type { RetryEvent, Transport } from '../transport.ts';
 import type { BatchResult, ErrorCode, Payout } from '../types.ts';
 import { type Accepted, BatchSender, type StallPolicy } from './batch.ts';
@@ -18,7 +19,7 @@ export interface BatchInfo<R> {
 
 /** What became of one input row. `replayed`: credited (or rejected) by an earlier run, not this one. */
 export type CreditRowResult<R> =
-  | { row: R; status: 'credited'; payout: Payout | undefined; replayed: boolean }
+  | { row: R; status: 'credited'; payout: Payout; replayed: boolean }
   | { row: R; status: 'rejected'; code: ErrorCode; message: string; replayed: boolean }
   | { row: R; status: 'invalid'; reason: string };
 
@@ -42,28 +43,28 @@ export type CreditEvent<R> =
 
 export interface CreditManyOptions<R> {
   /** Valid rows per batch, 1–10,000 (the API's BATCH_MAX_ITEMS default). Default 1,000. */
-  batchSize?: number;
+  batchSize?: number | undefined;
   /** Batches in flight (taken by the service, results not yet reported), 1–64. Default 4. */
-  concurrency?: number;
+  concurrency?: number | undefined;
   /** Prefix of the batches' Idempotency-Keys; default random, kept in the state. */
-  keyPrefix?: string;
+  keyPrefix?: string | undefined;
   /** Resume: the last state reported (or given to onState) by an earlier run over the same rows. */
-  state?: CreditState;
+  state?: CreditState | undefined;
   /** Called with the state before anything is sent, and after each report is handled: store it. */
-  onState?: (state: CreditState) => void | Promise<void>;
-  onEvent?: (event: CreditEvent<R>) => void;
-  stall?: Partial<StallPolicy>;
-  signal?: AbortSignal;
+  onState?: ((state: CreditState) => void | Promise<void>) | undefined;
+  onEvent?: ((event: CreditEvent<R>) => void) | undefined;
+  stall?: Overrides<StallPolicy> | undefined;
+  signal?: AbortSignal | undefined;
 }
 
 /** A failure of one batch: `batch` says which (its rows, its key); the rest is the QuestError's. */
 export class CreditBatchError<R> extends QuestError {
   override readonly name = 'CreditBatchError';
-  constructor(
-    cause: QuestError,
-    readonly batch: BatchInfo<R>,
-  ) {
+  readonly batch: BatchInfo<R>;
+
+  constructor(cause: QuestError, batch: BatchInfo<R>) {
     super(cause.code, cause.message, { ...cause, cause });
+    this.batch = batch;
   }
 }
 
@@ -131,9 +132,13 @@ function resultsOf<R>(b: PlannedBatch<R>, results: readonly BatchResult[], repla
     const r = results[k]!;
     const row = b.rows[k]!;
     const replayed = k < replayedBelow;
-    if (r.status === 'completed') out.push({ row, status: 'credited', payout: r.payout, replayed });
-    else if (r.error) out.push({ row, status: 'rejected', code: r.error.code, message: r.error.message, replayed });
-    else throw new QuestError('BAD_RESPONSE', `result ${k} is rejected without its error`, { retryable: false });
+    if (r.status === 'completed' && r.payout) out.push({ row, status: 'credited', payout: r.payout, replayed });
+    else if (r.status === 'rejected' && r.error)
+      out.push({ row, status: 'rejected', code: r.error.code, message: r.error.message, replayed });
+    else {
+      const missing = r.status === 'completed' ? 'payout' : 'error';
+      throw new QuestError('BAD_RESPONSE', `result ${k} is ${r.status} without its ${missing}`, { retryable: false });
+    }
   }
   for (; i < b.invalid.length; i++) out.push({ row: b.invalid[i]!.row, status: 'invalid', reason: b.invalid[i]!.reason });
   return out;
@@ -165,7 +170,7 @@ export async function* creditMany<R extends CreditRow>(
   const concurrency = checkRange('concurrency', o.concurrency ?? DEFAULT_CREDIT_CONCURRENCY, 1, MAX_CREDIT_CONCURRENCY);
   let state = startState(questId, o, DEFAULT_CREDIT_BATCH_SIZE);
   const { batchSize, keyPrefix } = state;
-  const stall = { ...DEFAULT_STALL, ...o.stall };
+  const stall = withDefaults(DEFAULT_STALL, o.stall);
   await o.onState?.(state);
 
   const stop = new AbortController();
@@ -222,18 +227,24 @@ export async function* creditMany<R extends CreditRow>(
     () => handoff.end(),
     (error: unknown) => handoff.fail(error),
   );
+  // The state of the report the caller holds: leaving the loop while holding it (break, return,
+  // throw) counts it as handled, as asking for the next one does.
+  let held: CreditState | undefined;
   try {
     for (;;) {
       const next = await handoff.take();
       if (!next) return;
+      held = next.value.state;
       yield next.value;
+      held = undefined;
       await o.onState?.(next.value.state);
       next.handled();
     }
   } finally {
-    // The caller stopped early (break, throw) or the run ended: nothing more is sent, and requests
-    // in flight are abandoned. Batches the service had taken are still decided; a resume replays them.
+    // The caller stopped early or the run ended: nothing more is sent, and requests in flight are
+    // abandoned. Batches the service had taken are still decided; a resume replays them.
     stop.abort(new Error('creditMany stopped'));
     await run.catch(() => {});
+    if (held) await o.onState?.(held);
   }
 }
