@@ -1,4 +1,4 @@
-import { newId } from '@quest/domain';
+import type { BatchProgress, BatchState } from '@quest/domain';
 import type { Sql } from './client.ts';
 
 /**
@@ -6,7 +6,8 @@ import type { Sql } from './client.ts';
  * (`allocation_requests`, `batches`; a test greps the sources to keep it so). The ledger decides
  * items and writes their outcomes (payouts, rejections); a batch chunk's progress, including
  * `completed`, is written here too, by `advanceBatch`, which the ledger runs inside its own
- * transaction. Reads of the same rows are in status.ts.
+ * transaction; its completion event is planned by the domain and written by outbox.ts, like every
+ * event. Reads of the same rows are in status.ts.
  *
  * A request: accepted (no row) → `pending` when answered 202 (the API's marker) → decided (its
  * payout or rejection row is the truth; the marker is left behind) or `failed` (the worker gave it
@@ -76,20 +77,10 @@ export async function touchRequest(sql: Sql, r: { questId: number; key: string; 
     where quest_id = ${r.questId} and request_key = ${r.key} and status = 'pending'`;
 }
 
-export interface BatchRow {
-  id: string;
-  quest_id: number;
-  owner_id: string;
+/** A batch's row: its progress (@quest/domain BatchState) and what identifies its items. */
+export interface BatchRow extends BatchState {
   items_digest: string;
-  status: 'pending' | 'processing' | 'completed' | 'failed';
-  total: number;
-  processed: number;
-  succeeded: number;
-  failed: number;
   error_code: string | null;
-  created_at: Date;
-  updated_at: Date;
-  completed_at: Date | null;
 }
 
 export const BATCH_COLUMNS = [
@@ -151,39 +142,20 @@ export class BatchProgressMoved extends Error {
 }
 
 /**
- * Advance a batch past a chunk of `count` items that started at `start`, inside the ledger
- * transaction that applies the chunk (`tx`): `completed` with the last chunk. Only from where the
- * chunk started: if another copy of the job got there first, the statement fails and takes the
- * transaction with it (BatchProgressMoved), so a chunk is never applied twice. Pipelined with
- * COMMIT, so the guard fails in SQL (division by zero when the batch has moved), not in JavaScript
- * after its statement returns.
+ * Write a batch's progress past a chunk that started at `start` — `after`, as the ledger computed it
+ * (advanceBatchProgress in @quest/domain, which batch.completed carries too) — inside the ledger
+ * transaction that applies the chunk (`tx`). Only from where the chunk started: if another copy of
+ * the job got there first, the statement fails and takes the transaction with it
+ * (BatchProgressMoved), so a chunk is never applied twice. Pipelined with COMMIT, so the guard fails
+ * in SQL (division by zero when the batch has moved), not in JavaScript after its statement returns.
  */
-export function advanceBatch(
-  tx: Sql,
-  chunk: { batchId: string; start: number; count: number; succeeded: number; failed: number },
-): Promise<unknown> {
-  const { batchId, start, count } = chunk;
-  // The batch's completion is an event too (outbox.ts), written by the statement that completes it.
-  const eventId = newId('evt');
+export function advanceBatch(tx: Sql, start: number, after: BatchProgress): Promise<unknown> {
   return tx`
     with moved as (
-      update batches set
-        processed = processed + ${count}, succeeded = succeeded + ${chunk.succeeded}, failed = failed + ${chunk.failed},
-        status = case when processed + ${count} = total then 'completed' else 'processing' end,
-        completed_at = case when processed + ${count} = total then now() end,
-        updated_at = now()
-      where id = ${batchId} and processed = ${start}
-      returning id, owner_id, quest_id, status, total, processed, succeeded, failed, created_at, updated_at, completed_at
-    ), completed as (
-      insert into events (id, owner_id, type, quest_id, batch_id, data, created_at)
-      select ${eventId}, owner_id, 'batch.completed', quest_id, id,
-        jsonb_build_object('batch', jsonb_build_object(
-          'id', id, 'status', status, 'total', total, 'processed', processed, 'succeeded', succeeded, 'failed', failed,
-          'created_at', to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-          'updated_at', to_char(updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-          'completed_at', to_char(completed_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))),
-        completed_at
-      from moved where status = 'completed'
+      update batches set processed = ${after.processed}, succeeded = ${after.succeeded}, failed = ${after.failed},
+        status = ${after.status}, completed_at = ${after.completed_at}, updated_at = ${after.updated_at}
+      where id = ${after.id} and processed = ${start}
+      returning 1
     )
     select 1 / count(*)::int as guard from moved`.catch((error: { code?: string }) => {
     throw error?.code === '22012' ? new BatchProgressMoved() : error;

@@ -1,4 +1,5 @@
 import {
+  type BatchState,
   type EventQuest,
   type EventRow,
   type EventType,
@@ -30,17 +31,21 @@ export function insertEvents(tx: Sql, events: readonly EventRow[]): Promise<unkn
       as v(id, owner_id, type, quest_id, allocation_id, batch_id, data, created_at)`;
 }
 
-/** The ledger's events: plan them from the transaction's plan, and insert them (see planEvents). */
+/**
+ * The ledger's events: plan them from the transaction's plan (and, for a batch chunk, the batch as
+ * the chunk leaves it), and insert them (see planEvents).
+ */
 export function writeLedgerEvents(
   tx: Sql,
   items: readonly PlanItem[],
   plan: Pick<Plan, 'outcomes' | 'pointsRemaining'>,
   quests: ReadonlyMap<number, EventQuest>,
   now: Date,
+  batch?: BatchState,
 ): Promise<unknown> | undefined {
   return insertEvents(
     tx,
-    planEvents(items, plan, quests, now, () => newId('evt', now.getTime())),
+    planEvents(items, plan, quests, now, () => newId('evt', now.getTime()), batch),
   );
 }
 

@@ -4,6 +4,7 @@ import {
   applyRequests,
   BatchProgressMoved,
   eventPosition,
+  getBatchProgress,
   insertBatch,
   insertEvents,
   listEvents,
@@ -11,7 +12,7 @@ import {
   purgeEvents,
   type Sql,
 } from '@quest/db';
-import { idTimeBound, newId } from '@quest/domain';
+import { batchSummaryView, idTimeBound, newId } from '@quest/domain';
 import { createTestEndpoint, test } from '@quest/testing';
 
 /** Publish until nothing is left (another test file never shares this database). */
@@ -128,6 +129,8 @@ describe('the events outbox', () => {
       failed: 0,
     });
     expect(rows[3]!.data.batch.completed_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    // The event carries the batch exactly as its route answers it: the row and the event are one computation.
+    expect(rows[3]!.data.batch).toEqual(batchSummaryView((await getBatchProgress(sql, batchId))!));
   });
 
   test('the publisher numbers events in commit order, so a reader after position p never misses a later commit', async ({

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { type BatchState, batchSummaryView } from './batch.ts';
 import { type EventQuest, planEvents } from './events.ts';
 import type { RequestOutcome } from './jobs.ts';
 import type { PlanItem } from './plan.ts';
@@ -132,5 +133,54 @@ describe('planEvents', () => {
       ids,
     );
     expect(low!.data).toEqual({ quest: { id: 7, total_points: 1000, points_remaining: 90, budget_low_threshold: 100 } });
+  });
+
+  it('ends a batch chunk that completed its batch with batch.completed, carrying the batch as its route answers it', () => {
+    const batch: BatchState = {
+      id: 'bat_x',
+      owner_id: 'own_1',
+      quest_id: 7,
+      status: 'completed',
+      total: 4,
+      processed: 4,
+      succeeded: 3,
+      failed: 1,
+      created_at: new Date('2026-03-01T11:59:00.123Z'),
+      updated_at: now,
+      completed_at: now,
+    };
+    const item: PlanItem = { key: 'bat_x:3', questId: 7, points: 5, address: '0xa', batchId: 'bat_x', itemIndex: 3 };
+    const plan = {
+      outcomes: [{ status: 'completed', payout: payout('pay_3', 5) }] as RequestOutcome[],
+      pointsRemaining: new Map([[7, 0]]),
+    };
+    const events = planEvents([item], plan, new Map([[7, quest({ pointsRemaining: 5 })]]), now, ids, batch);
+    expect(events.map((e) => e.type)).toEqual(['payout.created', 'quest.budget_exhausted', 'batch.completed']);
+    expect(events.map((e) => e.id)).toEqual(events.map((e) => e.id).sort());
+    expect(events[2]).toEqual({
+      id: expect.any(String),
+      type: 'batch.completed',
+      ownerId: 'own_1',
+      questId: 7,
+      allocationId: null,
+      batchId: 'bat_x',
+      createdAt: now,
+      data: { batch: batchSummaryView(batch) },
+    });
+    expect(events[2]!.data.batch).toEqual({
+      id: 'bat_x',
+      status: 'completed',
+      total: 4,
+      processed: 4,
+      succeeded: 3,
+      failed: 1,
+      created_at: '2026-03-01T11:59:00.123Z',
+      updated_at: '2026-03-01T12:00:00.000Z',
+      completed_at: '2026-03-01T12:00:00.000Z',
+    });
+    const unfinished = { ...batch, status: 'processing' as const, processed: 3, completed_at: null };
+    expect(
+      planEvents([item], plan, new Map([[7, quest({ pointsRemaining: 5 })]]), now, ids, unfinished).map((e) => e.type),
+    ).toEqual(['payout.created', 'quest.budget_exhausted']);
   });
 });

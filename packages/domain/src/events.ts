@@ -1,11 +1,14 @@
 import { z } from 'zod';
+import { type BatchState, batchSummaryView } from './batch.ts';
 import { DEFAULT_MESSAGE } from './errors.ts';
+import type { RequestOutcome } from './jobs.ts';
 import { type Plan, type PlanItem, rejectionAddress } from './plan.ts';
 
 /**
  * Events: what the ledger decided, as rows written in the deciding transaction (a transactional
  * outbox), read by the feed (GET /events) and delivered to webhook endpoints. Pure: the planner
- * turns a ledger plan into the event rows to insert; the store inserts them with the plan's rows.
+ * turns a ledger plan into the event rows to insert, every type of event; the store inserts them
+ * with the plan's rows (packages/db outbox.ts, the one writer of `events`).
  */
 
 export const EVENT_TYPES = [
@@ -53,10 +56,45 @@ const questBudget = (id: number, q: EventQuest, remaining: number) => ({
   },
 });
 
+type NewEvent = Omit<EventRow, 'id' | 'ownerId' | 'questId' | 'createdAt'>;
+
+/** The event of one item decided now, if it announces one (see planEvents). */
+function itemEvent(item: PlanItem, outcome: RequestOutcome): NewEvent | undefined {
+  if (outcome.status === 'failed' || outcome.replayed) return undefined;
+  if (item.kind === 'reversal') {
+    // A reversal announces what it took back; a refused one is answered to its caller (200 or the
+    // status URL of its 202) and changes nothing, so no event.
+    if (outcome.status !== 'reversed') return undefined;
+    return { type: 'payout.reversed', allocationId: null, batchId: null, data: { reversal: outcome.reversal } };
+  }
+  const common = { allocationId: item.key, batchId: item.batchId ?? null };
+  if (outcome.status === 'completed') return { type: 'payout.created', ...common, data: { payout: outcome.payout } };
+  if (outcome.status !== 'rejected') return undefined;
+  const error = { code: outcome.code, message: DEFAULT_MESSAGE[outcome.code] };
+  return {
+    type: 'allocation.rejected',
+    ...common,
+    data: { allocation: { id: item.key, status: 'rejected', address: rejectionAddress(item), points: item.points, error } },
+  };
+}
+
+/** A quest's budget crossings, from `before` to `after` points remaining: budget_low, then budget_exhausted. */
+function budgetEvents(questId: number, quest: EventQuest, after: number): NewEvent[] {
+  const before = quest.pointsRemaining;
+  const threshold = budgetLowThreshold(quest);
+  const common = { allocationId: null, batchId: null, data: questBudget(questId, quest, after) };
+  const events: NewEvent[] = [];
+  if (before > threshold && after <= threshold && after > 0) events.push({ type: 'quest.budget_low', ...common });
+  if (before > 0 && after === 0) events.push({ type: 'quest.budget_exhausted', ...common });
+  return events;
+}
+
 /**
  * The events of one ledger transaction, in decision order: one per item decided now (a replayed
- * outcome was announced when it was decided), then each quest's budget crossings. `newEventId`
- * must hand out increasing ids (newId('evt') does within a process).
+ * outcome was announced when it was decided), then each quest's budget crossings, then — for a
+ * batch chunk, given the batch as the chunk leaves it — batch.completed if the chunk completed it
+ * (its `batch` as GET …/batches/{batchId} answers it, without results). `newEventId` must hand out
+ * increasing ids (newId('evt') does within a process), so the ids keep this order.
  */
 export function planEvents(
   items: readonly PlanItem[],
@@ -64,66 +102,24 @@ export function planEvents(
   quests: ReadonlyMap<number, EventQuest>,
   now: Date,
   newEventId: () => string,
+  batch?: BatchState,
 ): EventRow[] {
   const events: EventRow[] = [];
+  const add = (ownerId: string, questId: number, e: NewEvent) =>
+    events.push({ id: newEventId(), ownerId, questId, createdAt: now, ...e });
   items.forEach((item, i) => {
     const outcome = plan.outcomes[i];
     const quest = quests.get(item.questId);
-    if (!outcome || !quest || outcome.status === 'failed' || outcome.replayed) return;
-    if (item.kind === 'reversal') {
-      // A reversal announces what it took back; a refused one is answered to its caller (200 or the
-      // status URL of its 202) and changes nothing, so no event.
-      if (outcome.status !== 'reversed') return;
-      events.push({
-        id: newEventId(),
-        type: 'payout.reversed',
-        ownerId: quest.ownerId,
-        questId: item.questId,
-        allocationId: null,
-        batchId: null,
-        createdAt: now,
-        data: { reversal: outcome.reversal },
-      });
-      return;
-    }
-    const common = {
-      ownerId: quest.ownerId,
-      questId: item.questId,
-      allocationId: item.key,
-      batchId: item.batchId ?? null,
-      createdAt: now,
-    };
-    if (outcome.status === 'completed') {
-      events.push({ id: newEventId(), type: 'payout.created', ...common, data: { payout: outcome.payout } });
-    } else if (outcome.status === 'rejected') {
-      events.push({
-        id: newEventId(),
-        type: 'allocation.rejected',
-        ...common,
-        data: {
-          allocation: {
-            id: item.key,
-            status: 'rejected',
-            address: rejectionAddress(item),
-            points: item.points,
-            error: { code: outcome.code, message: DEFAULT_MESSAGE[outcome.code] },
-          },
-        },
-      });
-    }
+    const event = outcome && quest ? itemEvent(item, outcome) : undefined;
+    if (event) add(quest!.ownerId, item.questId, event);
   });
   for (const [questId, after] of plan.pointsRemaining) {
     const quest = quests.get(questId);
-    if (!quest) continue;
-    const before = quest.pointsRemaining;
-    const threshold = budgetLowThreshold(quest);
-    const common = { ownerId: quest.ownerId, questId, allocationId: null, batchId: null, createdAt: now };
-    if (before > threshold && after <= threshold && after > 0) {
-      events.push({ id: newEventId(), type: 'quest.budget_low', ...common, data: questBudget(questId, quest, after) });
-    }
-    if (before > 0 && after === 0) {
-      events.push({ id: newEventId(), type: 'quest.budget_exhausted', ...common, data: questBudget(questId, quest, after) });
-    }
+    if (quest) for (const e of budgetEvents(questId, quest, after)) add(quest.ownerId, questId, e);
+  }
+  if (batch?.status === 'completed') {
+    const data = { batch: batchSummaryView(batch) };
+    add(batch.owner_id, batch.quest_id, { type: 'batch.completed', allocationId: null, batchId: batch.id, data });
   }
   return events;
 }

@@ -1,5 +1,6 @@
 export * from './address.ts';
 export * from './allocation.ts';
+export * from './batch.ts';
 export * from './errors.ts';
 export * from './ids.ts';
 export * from './jobs.ts';
