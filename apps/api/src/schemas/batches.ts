@@ -1,5 +1,5 @@
 import type { BatchItemResult, BatchRow } from '@quest/db';
-import { INT32_MAX, passAddressLowerSchema, payoutSchema, toChecksumAddress } from '@quest/domain';
+import { batchSummaryView, INT32_MAX, passAddressLowerSchema, payoutSchema, toChecksumAddress } from '@quest/domain';
 import { z } from 'zod';
 import { EXAMPLE_PAYOUT } from '../openapi/examples.ts';
 import { count, errorOf, errorView, points, timestamp } from './common.ts';
@@ -78,19 +78,8 @@ export type BatchView = z.output<typeof batchView>;
 
 export const batchResponse = z.object({ batch: batchView }).meta({ id: 'BatchResponse' });
 
-export function batchSummary(row: BatchRow): BatchView {
-  return {
-    id: row.id,
-    status: row.status,
-    total: row.total,
-    processed: row.processed,
-    succeeded: row.succeeded,
-    failed: row.failed,
-    created_at: row.created_at.toISOString(),
-    updated_at: row.updated_at.toISOString(),
-    completed_at: row.completed_at?.toISOString() ?? null,
-  };
-}
+/** The batch's view without results, as batch.completed carries it too (one builder: @quest/domain). */
+export const batchSummary = (row: BatchRow): BatchView => batchSummaryView(row);
 
 export const batchResultView = (r: BatchItemResult) =>
   r.status === 'completed'
