@@ -77,6 +77,34 @@ function issueMessage(keyword: unknown, message: unknown): string {
   return message.length > MAX_ISSUE_MESSAGE_LENGTH ? `${message.slice(0, MAX_ISSUE_MESSAGE_LENGTH)}…` : message;
 }
 
+interface RawIssue {
+  instancePath?: unknown;
+  keyword?: unknown;
+  message?: unknown;
+  params?: { minimum?: unknown; maximum?: unknown };
+}
+
+/** True when `a` states a tighter bound than `b` (a larger minimum, a smaller maximum). */
+function tighter(a: RawIssue, b: RawIssue): boolean {
+  const [x, y] = a.keyword === 'too_small' ? [a.params?.minimum, b.params?.minimum] : [b.params?.maximum, a.params?.maximum];
+  return typeof x === 'number' && typeof y === 'number' && x > y;
+}
+
+/**
+ * One issue per field and kind: zod reports a number's bound twice when `.int()` (the safe-integer
+ * range) and `.min()`/`.max()` both fail, e.g. for 1e20. The bound kept is the one that binds.
+ */
+export function distinctIssues(validation: readonly unknown[]): unknown[] {
+  const kept = new Map<string, RawIssue>();
+  for (const raw of validation) {
+    const issue = (typeof raw === 'object' && raw !== null ? raw : {}) as RawIssue;
+    const key = `${String(issue.instancePath)}\u0000${String(issue.keyword)}`;
+    const seen = kept.get(key);
+    if (!seen || ((issue.keyword === 'too_small' || issue.keyword === 'too_big') && tighter(issue, seen))) kept.set(key, issue);
+  }
+  return [...kept.values()];
+}
+
 function validationIssues(validation: unknown[], location: string): ValidationIssue[] {
   return validation.slice(0, MAX_REPORTED_ISSUES).map((raw) => {
     const issue = raw as { instancePath?: unknown; keyword?: unknown; message?: unknown };
@@ -107,12 +135,13 @@ export function mapError(error: unknown): MappedError {
   }
   const e = (typeof error === 'object' && error !== null ? error : {}) as FrameworkErrorLike;
   if (Array.isArray(e.validation)) {
-    const issues = validationIssues(e.validation, typeof e.validationContext === 'string' ? e.validationContext : 'request');
+    const distinct = distinctIssues(e.validation);
+    const issues = validationIssues(distinct, typeof e.validationContext === 'string' ? e.validationContext : 'request');
     const summary = issues
       .slice(0, ISSUES_IN_MESSAGE)
       .map((i) => `${i.path ? `${i.location}.${i.path}` : i.location}: ${i.message}`)
       .join('; ');
-    const total = e.validation.length;
+    const total = distinct.length;
     const more =
       total <= ISSUES_IN_MESSAGE
         ? ''

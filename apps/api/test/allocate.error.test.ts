@@ -56,6 +56,16 @@ describe('POST /quests/:questId: errors', () => {
     expect(allocator.items.length).toBe(before);
   });
 
+  it.each([
+    [1e20, 'Too big: expected int to be <=9007199254740991'],
+    [-1e20, 'Too small: expected number to be >=1'],
+  ])('names one problem once for points %d: the bound that binds', async (points, message) => {
+    const res = await allocate({ points, address: '0x52908400098527886E0F7030069857D2E4169EE7' });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ code: 'VALIDATION_FAILED', message: `Invalid request: body.points: ${message}` });
+    expect(res.json().details).toEqual([{ location: 'body', path: 'points', code: expect.any(String), message }]);
+  });
+
   it('answers 400 UNSUPPORTED_MEDIA_TYPE for a body that is not JSON', async () => {
     const res = await t.request({
       method: 'POST',
