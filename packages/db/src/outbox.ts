@@ -10,6 +10,7 @@ import {
   planEvents,
 } from '@quest/domain';
 import { keyedSettings, keyedStatement, pipelinedTransaction, type Sql } from './client.ts';
+import { fanOutDeliveries, purgeDeliveries } from './deliveries.ts';
 
 /**
  * The events outbox (docs/events.md): events written in the transaction that decides them,
@@ -61,26 +62,22 @@ export interface PublishResult {
 
 /**
  * Number the next committed, unnumbered events (in id order, up to `limit`) after the last
- * position, and create a pending delivery for each subscribed endpoint — one transaction. One
- * publisher at a time (a transaction-scoped advisory lock; any process may call this), so positions
- * follow commit order: an event committed after a reader saw position p gets a position above p.
+ * position, and create a pending delivery for each subscribed endpoint (deliveries.ts
+ * `fanOutDeliveries`) — one transaction. One publisher at a time (a transaction-scoped advisory
+ * lock; any process may call this), so positions follow commit order: an event committed after a
+ * reader saw position p gets a position above p.
  *
- * Cheap when there is nothing to do, since every worker's pump calls it several times a second: one
- * probe of the unpublished-events index, in one round trip. The probe runs under keyedSettings too:
- * planned on the statistics of a table that was empty (a fresh database, or one analyzed before a
- * burst), it was a sequential scan of all of `events`, ten times a second per worker — 1–5 ms a
- * probe in the webhooks bench, growing with the table (auto_explain; outbox-probe.test.ts).
- * Otherwise one round trip: BEGIN, the lock, the numbering and COMMIT go out together (pipelined).
- * The lock waits for another publisher's commit rather than giving up, and the numbering is a
- * statement of its own after it, so its snapshot (read committed: one per statement) sees the
- * positions that publisher gave.
+ * Every worker's pump calls this several times a second, so doing nothing costs one round trip: a
+ * probe of the unpublished-events index, under keyedSettings (an index probe whatever the table's
+ * statistics say; outbox-probe.test.ts). Otherwise one round trip too: BEGIN, the lock, the
+ * numbering and COMMIT go out together (pipelined). The lock waits for another publisher's commit
+ * rather than giving up, and the numbering is a statement of its own after it, so its snapshot
+ * (read committed: one per statement) sees the positions that publisher gave.
  *
- * Under keyedSettings: planned afresh each time, as a generic plan cached while `events` was empty
- * — a worker started on a fresh database — scanned the whole table once per event it numbered (a
- * nested loop over a re-run page), so one step over a 10,000-event backlog took minutes and the
- * feed and every webhook stalled behind it; and by plain index scans only, so the unpublished
- * index's entries of events published since the last vacuum are marked dead once, not re-read by
- * every step.
+ * The numbering runs under keyedSettings too: planned for its own parameters each time (never a
+ * generic plan costed on the table as it once was), by plain index scans only, which mark the
+ * unpublished index's entries of events published since the last vacuum dead once instead of
+ * re-reading them on every step. docs/performance.md has the measurements behind both rules.
  */
 export async function publishEvents(sql: Sql, limit: number): Promise<PublishResult> {
   const [probe] = await keyedStatement(
@@ -101,14 +98,7 @@ export async function publishEvents(sql: Sql, limit: number): Promise<PublishRes
       ), moved as (
         update events e set position = n.pos, published_at = now() from numbered n where e.id = n.id
         returning e.id, e.owner_id, e.type
-      ), fanned as (
-        insert into webhook_deliveries (endpoint_id, event_id)
-        select ep.id, m.id from moved m
-        join webhook_endpoints ep on ep.owner_id = m.owner_id and ep.deleted_at is null
-          and (ep.event_types is null or m.type = any(ep.event_types))
-        order by m.id, ep.id
-        returning 1
-      )
+      ), fanned as (${fanOutDeliveries(tx, 'moved')})
       select (select count(*) from moved)::int as published, (select count(*) from fanned)::int as deliveries`;
     await commit([lock, plan, numbered]);
     const [row] = await numbered;
@@ -132,9 +122,8 @@ const EVENT_FIELDS = `id, type, created_at as "createdAt", quest_id as "questId"
 
 /** The feed position of an owner's published event, or undefined (unknown, another owner's, or purged). */
 export async function eventPosition(sql: Sql, ownerId: string, eventId: string): Promise<number | undefined> {
-  // By primary key alone, the owner compared here: given `owner_id` too, PostgreSQL could pick the
-  // (owner_id, position) index and read every event of the owner — 9 ms per feed page on a bench
-  // owner's 33,000 events, when its statistics were stale.
+  // By primary key alone, the owner compared here: given `owner_id` too, PostgreSQL may pick the
+  // (owner_id, position) index on stale statistics and read every event of the owner.
   const [row] = await sql<{ position: number | null; ownerId: string }[]>`
     select position, owner_id as "ownerId" from events where id = ${eventId}`;
   return row && row.ownerId === ownerId && row.position !== null ? row.position : undefined;
@@ -174,11 +163,7 @@ export async function purgeEvents(sql: Sql, before: Date, limit: number): Promis
       delete from events where id in (
         select id from events where id < ${bound} and position is not null order by id limit ${limit})
       returning 1
-    ), gone_deliveries as (
-      delete from webhook_deliveries where id in (
-        select id from webhook_deliveries where event_id < ${bound} limit ${limit})
-      returning 1
-    )
+    ), gone_deliveries as (${purgeDeliveries(sql, bound, limit)})
     select (select count(*) from gone_events)::int as events, (select count(*) from gone_deliveries)::int as deliveries`;
   return row ?? { events: 0, deliveries: 0 };
 }

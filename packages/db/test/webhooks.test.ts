@@ -1,5 +1,5 @@
 import { describe, expect } from 'vitest';
-import { claimDueDeliveries, insertEvents, publishEvents, recordAttempts } from '@quest/db';
+import { claimDueDeliveries, deleteEndpoint, getEndpoint, insertEvents, publishEvents, recordAttempts } from '@quest/db';
 import { createTestEndpoint, handOverAgain, test, testEvents } from '@quest/testing';
 
 describe('webhook deliveries in groups', () => {
@@ -42,5 +42,71 @@ describe('webhook deliveries in groups', () => {
     const [next] = await claimDueDeliveries(sql, 100, size);
     expect(next!.deliveries).toEqual([{ id: first.id, attempt: 2 }]);
     expect(groups.map((g) => g.jobId)).not.toContain(next!.jobId);
+  });
+});
+
+describe('an endpoint and its deliveries change together', () => {
+  test("deleting an endpoint drops its pending deliveries in the same transaction, and never another owner's", async ({
+    database,
+    owner,
+  }) => {
+    const { sql } = database;
+    const endpoint = await createTestEndpoint(sql, owner.id);
+    await insertEvents(sql, testEvents(owner.id, 3));
+    await publishEvents(sql, 100);
+    const pending = () =>
+      sql<
+        { n: number }[]
+      >`select count(*)::int as n from webhook_deliveries where endpoint_id = ${endpoint.id} and status = 'pending'`;
+    expect(await pending()).toEqual([{ n: 3 }]);
+
+    expect(await deleteEndpoint(sql, endpoint.id, 'own_someone_else')).toBeUndefined();
+    expect(await pending()).toEqual([{ n: 3 }]);
+
+    // The second statement fails: the first is rolled back with it, so the endpoint is not deleted.
+    await sql`create or replace function refuse_drop() returns trigger language plpgsql as $$
+      begin raise exception 'refused'; end $$`;
+    await sql`create trigger refuse_drop before update on webhook_deliveries for each statement execute function refuse_drop()`;
+    try {
+      await expect(deleteEndpoint(sql, endpoint.id, owner.id)).rejects.toThrow('refused');
+      expect(await getEndpoint(sql, endpoint.id)).toMatchObject({ id: endpoint.id, deletedAt: null });
+    } finally {
+      await sql`drop trigger refuse_drop on webhook_deliveries`;
+    }
+
+    expect(await deleteEndpoint(sql, endpoint.id, owner.id)).toMatchObject({ id: endpoint.id, deletedAt: expect.any(Date) });
+    expect(await pending()).toEqual([{ n: 0 }]);
+    const dropped = await sql`select status, error from webhook_deliveries where endpoint_id = ${endpoint.id}`;
+    expect(dropped.map((d) => [d.status, d.error])).toEqual([
+      ['failed', 'endpoint deleted'],
+      ['failed', 'endpoint deleted'],
+      ['failed', 'endpoint deleted'],
+    ]);
+  });
+
+  test('an attempt given up marks its endpoint failing; a later delivery brings it back to enabled', async ({
+    database,
+    owner,
+  }) => {
+    const { sql } = database;
+    const endpoint = await createTestEndpoint(sql, owner.id);
+    await insertEvents(sql, testEvents(owner.id, 2));
+    await publishEvents(sql, 100);
+    const [a, b] = await sql<{ id: number; attempt: number }[]>`
+      select id, attempts + 1 as attempt from webhook_deliveries where endpoint_id = ${endpoint.id} order by id`;
+    const record = (d: { id: number; attempt: number }, outcome: 'failed' | 'delivered', at: Date) => ({
+      id: d.id,
+      attempt: d.attempt,
+      at,
+      outcome,
+      responseStatus: outcome === 'delivered' ? 204 : 500,
+      responseBody: null,
+      latencyMs: 1,
+      error: outcome === 'delivered' ? null : 'HTTP 500',
+    });
+    await recordAttempts(sql, [record(a!, 'failed', new Date())]);
+    expect(await getEndpoint(sql, endpoint.id)).toMatchObject({ status: 'failing', failingSince: expect.any(Date) });
+    await recordAttempts(sql, [record(b!, 'delivered', new Date())]);
+    expect(await getEndpoint(sql, endpoint.id)).toMatchObject({ status: 'enabled', failingSince: null });
   });
 });
