@@ -29,6 +29,7 @@ import { listWebhookDeliveriesRoute } from './routes/list-webhook-deliveries.ts'
 import { listWebhookEndpointsRoute } from './routes/list-webhook-endpoints.ts';
 import { replayWebhookEndpointRoute } from './routes/replay-webhook-endpoint.ts';
 import { rotateWebhookSecretRoute } from './routes/rotate-webhook-secret.ts';
+import { CommandBoundary } from './commands/boundary.ts';
 import { AllocationService } from './services/allocations.ts';
 import { BatchService } from './services/batches.ts';
 import { ReversalService } from './services/reversals.ts';
@@ -127,19 +128,28 @@ export async function buildApp(config: ApiConfig, given: ApiDeps): Promise<Fasti
   }
   const { ownerItems, authFailures } = await registerRateLimits(app, config, given.redis);
   const { sql, allocator, idempotency } = given;
+  const commands = new CommandBoundary({
+    sql,
+    allocator,
+    idempotency,
+    flags: given.flags,
+    ownerItems,
+    webhooks: {
+      secretKey: config.WEBHOOK_SECRET_KEY ? parseSecretKey(config.WEBHOOK_SECRET_KEY) : null,
+      allowPrivateUrls: config.WEBHOOK_ALLOW_PRIVATE_URLS,
+    },
+    batches: { waitMs: config.BATCH_WAIT_MS, maxItems: config.BATCH_MAX_ITEMS },
+  });
   const deps: RouteDeps = {
     ...given,
     config,
     auth: given.auth ?? QuestAuthorizer.uncached(sql),
     ownerItems,
-    allocations: new AllocationService({ sql, allocator, idempotency }),
-    batches: new BatchService({ sql, allocator, idempotency, waitMs: config.BATCH_WAIT_MS }),
-    reversals: new ReversalService({ sql, allocator, idempotency }),
-    webhooks: new WebhookService({
-      sql,
-      secretKey: config.WEBHOOK_SECRET_KEY ? parseSecretKey(config.WEBHOOK_SECRET_KEY) : null,
-      allowPrivateUrls: config.WEBHOOK_ALLOW_PRIVATE_URLS,
-    }),
+    commands,
+    allocations: new AllocationService(sql),
+    batches: new BatchService(sql),
+    reversals: new ReversalService(sql),
+    webhooks: new WebhookService({ sql }),
   };
   await app.register(healthRoutes, { deps });
   await app.register(getQuestsRoute, { deps });

@@ -27,10 +27,17 @@ import { rateLimited } from './metrics.ts';
  * limits clients itself).
  */
 
-function refuse(reply: FastifyReply, max: number, resetMs: number, scope: string): never {
+/** Where a refusal's headers go: a reply, or whatever an entry point answers through. */
+export interface HeaderSink {
+  header(name: string, value: string | number): unknown;
+}
+
+function refuse(reply: HeaderSink, max: number, resetMs: number, scope: string): never {
   rateLimited.inc({ scope });
   const seconds = Math.max(1, Math.ceil(resetMs / 1000));
-  reply.header('x-ratelimit-limit', max).header('x-ratelimit-remaining', 0).header('x-ratelimit-reset', seconds);
+  reply.header('x-ratelimit-limit', max);
+  reply.header('x-ratelimit-remaining', 0);
+  reply.header('x-ratelimit-reset', seconds);
   reply.header('retry-after', seconds);
   throw new DomainError('RATE_LIMITED', `Rate limit exceeded; retry in ${seconds} s.`);
 }
@@ -43,7 +50,7 @@ export class OwnerItemLimit {
   ) {}
 
   /** Count `items` for `ownerId`; 429 RATE_LIMITED when the window's budget would be exceeded. */
-  async charge(reply: FastifyReply, ownerId: string, items: number): Promise<void> {
+  async charge(reply: HeaderSink, ownerId: string, items: number): Promise<void> {
     if (!this.budget) return;
     let spent: Spend;
     try {

@@ -7,6 +7,7 @@ import type { ApiConfig } from './env.ts';
 import type { FeatureFlagCache } from './flags.ts';
 import type { OwnerItemLimit } from './rate-limits.ts';
 import type { ReadRouter } from './read-routing.ts';
+import type { CommandBoundary } from './commands/boundary.ts';
 import type { AllocationService } from './services/allocations.ts';
 import type { BatchService } from './services/batches.ts';
 import type { IdempotencyGuard } from './services/idempotency.ts';
@@ -40,6 +41,8 @@ export type RouteDeps = ApiDeps & {
   config: ApiConfig;
   auth: QuestAuthorizer;
   ownerItems: OwnerItemLimit;
+  /** Every write command, whichever entry point asks (commands/boundary.ts). */
+  commands: CommandBoundary;
   allocations: AllocationService;
   batches: BatchService;
   reversals: ReversalService;

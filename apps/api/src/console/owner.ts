@@ -12,8 +12,10 @@ import {
 } from '@quest/db';
 import { type ActionStatus, DomainError, isQuestActive, passAddressLowerSchema } from '@quest/domain';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { bodyOf } from '../commands/answer.ts';
 import { batchSummary } from '../schemas/batches.ts';
-import { parseCreditCsv } from './csv.ts';
+import { sessionCaller } from './caller.ts';
+import { failedRowsOfUpload, parseCreditCsv } from './csv.ts';
 import { barChart, budgetBar, csrfField, fmt, html, lineChart, when } from './html.ts';
 import type { ConsoleContext } from './context.ts';
 import { webhookRoutes } from './webhooks.ts';
@@ -159,7 +161,7 @@ export function ownerRoutes(app: FastifyInstance, ctx: ConsoleContext): void {
       <section aria-labelledby="upload-h">
         <h2 id="upload-h">Credit from a CSV file</h2>
         <form id="upload" method="post" action="/console/quests/${quest.id}/credit" class="stack" enctype="text/csv">
-          <label for="csv">CSV file: one <code>address,points</code> row per line (a header line is fine)</label>
+          <label for="csv">CSV file: the header <code>address,points</code> on line 1, then one row per line</label>
           <input id="csv" name="csv" type="file" accept=".csv,text/csv" required>
           <div><button type="submit">Upload and credit</button></div>
           <progress id="upload-progress" hidden max="1" value="0" aria-label="Upload progress"></progress>
@@ -238,7 +240,7 @@ export function ownerRoutes(app: FastifyInstance, ctx: ConsoleContext): void {
   });
 
   app.post('/quests/:questId/payouts/:payoutId/reverse', owner, async (request, reply) => {
-    const { ownerId, quest } = await ownQuest(request);
+    const questId = intParam((request.params as { questId?: string }).questId);
     const payoutId = String((request.params as { payoutId: string }).payoutId);
     const form = (request.body ?? {}) as { points?: string; reason?: string; idempotencyKey?: string };
     const points = form.points && form.points !== '' ? Number(form.points) : undefined;
@@ -247,51 +249,35 @@ export function ownerRoutes(app: FastifyInstance, ctx: ConsoleContext): void {
     const reason = typeof form.reason === 'string' && form.reason.trim() !== '' ? form.reason.trim().slice(0, 500) : undefined;
     const idempotencyKey =
       typeof form.idempotencyKey === 'string' && /^[0-9a-f-]{36}$/.test(form.idempotencyKey) ? form.idempotencyKey : undefined;
-    await deps.ownerItems.charge(reply, ownerId, 1);
-    const answer = await deps.reversals.reverse({
-      ownerId,
-      questId: quest.id,
-      payoutId,
-      points,
-      reason,
-      idempotencyKey,
-      requestId: request.id,
-    });
-    switch (answer.kind) {
-      case 'reversal':
-        return reply.redirect(`/console/quests/${quest.id}?reversed=${answer.reversal.amount}`, 303);
-      case 'pending':
-        return reply.redirect(`/console/quests/${quest.id}?reversal=pending`, 303);
-      case 'rejected':
-        throw new DomainError(answer.code);
-      case 'failed':
-        throw new DomainError('REVERSAL_FAILED');
-    }
+    const input = { questId, payoutId, points, reason, idempotencyKey };
+    const { status, body } = bodyOf(await deps.commands.reverse(sessionCaller(ctx, request, reply), input));
+    const outcome = status === 202 ? 'reversal=pending' : `reversed=${'amount' in body.reversal ? body.reversal.amount : 0}`;
+    return reply.redirect(`/console/quests/${questId}?${outcome}`, 303);
   });
 
   // The CSV upload (the page's script sends the file as text/csv, with the CSRF token in a header).
   app.post('/quests/:questId/credit', owner, async (request, reply) => {
-    const { ownerId, quest } = await ownQuest(request);
+    const questId = intParam((request.params as { questId?: string }).questId);
     if (typeof request.body !== 'string') throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'Send the file as text/csv.');
-    const items = parseCreditCsv(request.body);
-    const max = deps.config.BATCH_MAX_ITEMS;
-    if (items.length > max)
-      throw new DomainError('BATCH_TOO_LARGE', `A file holds at most ${fmt(max)} rows here; this one has ${fmt(items.length)}.`);
+    const items = await parseCreditCsv(request.body);
     const uploadId = request.headers['x-upload-id'];
     const idempotencyKey =
       typeof uploadId === 'string' && /^[A-Za-z0-9_-]{8,100}$/.test(uploadId) ? `console-${uploadId}` : undefined;
-    await deps.ownerItems.charge(reply, ownerId, items.length);
-    const answer = await deps.batches.create({ ownerId, questId: quest.id, items, idempotencyKey, respondAsync: true });
-    if (answer.kind === 'failed')
+    const input = { questId, items, idempotencyKey, respondAsync: true };
+    const answer = await deps.commands.createBatch(sessionCaller(ctx, request, reply), input);
+    if (!answer.ok && answer.error.code === 'ALLOCATION_FAILED') {
+      const { processed } = answer.error.details as { processed: number };
       throw new DomainError(
         'ALLOCATION_FAILED',
-        `The batch stopped after ${answer.processed} of ${answer.total} rows; upload the file again to resume.`,
+        `The batch stopped after ${fmt(processed)} of ${fmt(items.length)} rows; upload the file again to resume.`,
       );
-    const { results: _, ...batch } = answer.batch;
-    return reply.code(answer.kind === 'completed' ? 200 : 202).send({
+    }
+    const { status, body } = bodyOf(answer);
+    const { results: _, ...batch } = body.batch;
+    return reply.code(status).send({
       batch,
-      statusUrl: `/console/api/quests/${quest.id}/batches/${batch.id}`,
-      failedUrl: `/console/quests/${quest.id}/batches/${batch.id}/failed.csv`,
+      statusUrl: `/console/api/quests/${questId}/batches/${batch.id}`,
+      failedUrl: `/console/quests/${questId}/batches/${batch.id}/failed.csv`,
     });
   });
 
@@ -312,11 +298,10 @@ export function ownerRoutes(app: FastifyInstance, ctx: ConsoleContext): void {
     const row = await getBatch(deps.sql, quest.id, batchId);
     if (!row) throw new DomainError('BATCH_NOT_FOUND');
     const rejected = await listBatchRejections(deps.sql, batchId);
-    const lines = ['row,address,points,error', ...rejected.map((r) => `${r.index + 1},${r.address},${r.points},${r.code}`)];
     return reply
       .type('text/csv; charset=utf-8')
       .header('content-disposition', `attachment; filename="${batchId.replace(/[^A-Za-z0-9_-]/g, '')}-failed.csv"`)
-      .send(`${lines.join('\n')}\n`);
+      .send(failedRowsOfUpload(rejected));
   });
 
   webhookRoutes(app, ctx);

@@ -1,5 +1,7 @@
 import { DomainError } from '@quest/domain';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { bodyOf } from '../commands/answer.ts';
+import { sessionCaller } from './caller.ts';
 import { csrfField, fmt, type Html, html, when } from './html.ts';
 import type { ConsoleContext } from './context.ts';
 
@@ -54,10 +56,10 @@ export function webhookRoutes(app: FastifyInstance, ctx: ConsoleContext): void {
   );
 
   app.post('/webhooks', owner, async (request, reply) => {
-    const session = ctx.owner(request);
     const form = (request.body ?? {}) as { url?: string; description?: string };
     const description = typeof form.description === 'string' && form.description.trim() ? form.description.trim() : undefined;
-    const created = await deps.webhooks.create(session.ownerId, { url: String(form.url ?? '').trim(), description });
+    const input = { url: String(form.url ?? '').trim(), description };
+    const { endpoint: created } = bodyOf(await deps.commands.createEndpoint(sessionCaller(ctx, request, reply), input)).body;
     const note = html`<section class="panel" role="status" aria-labelledby="secret-h">
       <h2 id="secret-h">Endpoint added</h2>
       <p>Its signing secret, shown only now (verify each delivery's signature with it: see the events docs):</p>
@@ -110,20 +112,20 @@ export function webhookRoutes(app: FastifyInstance, ctx: ConsoleContext): void {
   );
 
   app.post('/webhooks/:id/replay', owner, async (request, reply) => {
-    const session = ctx.owner(request);
     const id = endpointId(request);
     const value = String((request.body as { since?: string } | undefined)?.since ?? '').trim();
     const since = new Date(/Z$|[+-]\d\d:\d\d$/.test(value) ? value : `${value}Z`);
     if (value === '' || Number.isNaN(since.getTime()))
       throw new DomainError('VALIDATION_FAILED', 'Since must be a date and time.');
-    const { deliveries } = await deps.webhooks.replay(session.ownerId, id, since);
+    const input = { id, since: since.toISOString() };
+    const { deliveries } = bodyOf(await deps.commands.replayEvents(sessionCaller(ctx, request, reply), input)).body;
     const note = html`<p class="flash" role="status">${fmt(deliveries)} event${deliveries === 1 ? '' : 's'} queued for delivery again.</p>`;
     return ctx.page(reply, { title: 'Webhook endpoint', request, body: await endpointPage(request, note) });
   });
 
   app.post('/webhooks/:id/delete', owner, async (request, reply) => {
-    const session = ctx.owner(request);
-    const deleted = await deps.webhooks.delete(session.ownerId, endpointId(request));
+    const input = { id: endpointId(request) };
+    const { endpoint: deleted } = bodyOf(await deps.commands.deleteEndpoint(sessionCaller(ctx, request, reply), input)).body;
     const note = html`<p class="flash" role="status">Endpoint ${deleted.url} deleted.</p>`;
     return ctx.page(reply, { title: 'Webhooks', request, body: await listPage(request, note) });
   });

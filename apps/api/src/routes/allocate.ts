@@ -1,4 +1,6 @@
-import { DomainError, questIdParamsSchema } from '@quest/domain';
+import { questIdParamsSchema } from '@quest/domain';
+import { sendAnswer } from '../commands/answer.ts';
+import { keyCaller } from '../commands/caller.ts';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { EXAMPLE_ALLOCATION_ID, EXAMPLE_PAYOUT } from '../openapi/examples.ts';
 import { documented, errorResponses, IDEMPOTENT_REPLAYED_HEADER, LOCATION_HEADER } from '../openapi/responses.ts';
@@ -65,29 +67,12 @@ export const allocateRoute: FastifyPluginAsyncZod<{ deps: RouteDeps }> = async (
       },
     },
     async (request, reply) => {
-      deps.flags.require('quests');
-      const { questId } = request.params;
-      const { ownerId } = await deps.auth.authorize(request.headers['x-api-key'], questId);
-      await deps.ownerItems.charge(reply, ownerId, 1);
-      const answer = await deps.allocations.allocate({
-        ownerId,
-        questId,
+      const answer = await deps.commands.credit(keyCaller(deps.auth, request, reply), {
+        ...request.params,
         ...request.body,
         idempotencyKey: request.headers['idempotency-key'],
-        requestId: request.id,
       });
-      switch (answer.kind) {
-        case 'payout':
-          if (answer.replayed) reply.header('idempotent-replayed', 'true');
-          return reply.code(200).send({ payout: answer.payout });
-        case 'rejected':
-          if (answer.replayed) reply.header('idempotent-replayed', 'true');
-          throw new DomainError(answer.code);
-        case 'failed':
-          throw new DomainError('ALLOCATION_FAILED');
-        case 'pending':
-          return reply.code(202).header('location', answer.location).send({ allocation: answer.allocation });
-      }
+      return sendAnswer(reply, answer);
     },
   );
 };

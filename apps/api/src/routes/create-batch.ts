@@ -1,5 +1,7 @@
-import { DEFAULT_MESSAGE, DomainError, questIdParamsSchema } from '@quest/domain';
+import { DEFAULT_MESSAGE, questIdParamsSchema } from '@quest/domain';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { sendAnswer } from '../commands/answer.ts';
+import { keyCaller } from '../commands/caller.ts';
 import { EXAMPLE_BATCH, EXAMPLE_PAYOUT } from '../openapi/examples.ts';
 import {
   documented,
@@ -113,38 +115,13 @@ export const createBatchRoute: FastifyPluginAsyncZod<{ deps: RouteDeps }> = asyn
       },
     },
     async (request, reply) => {
-      deps.flags.require('quests');
-      const { questId } = request.params;
-      const { ownerId } = await deps.auth.authorize(request.headers['x-api-key'], questId);
-      const items = request.body.allocations;
-      if (items.length > config.BATCH_MAX_ITEMS) {
-        throw new DomainError(
-          'BATCH_TOO_LARGE',
-          `A batch holds at most ${config.BATCH_MAX_ITEMS} allocations; this one has ${items.length}.`,
-        );
-      }
-      await deps.ownerItems.charge(reply, ownerId, items.length);
-      const answer = await deps.batches.create({
-        ownerId,
-        questId,
-        items,
+      const answer = await deps.commands.createBatch(keyCaller(deps.auth, request, reply), {
+        questId: request.params.questId,
+        items: request.body.allocations,
         idempotencyKey: request.headers['idempotency-key'],
         respondAsync: respondAsync(request.headers.prefer),
       });
-      if (answer.replayed) reply.header('idempotent-replayed', 'true');
-      if (answer.respondedAsync) reply.header('preference-applied', 'respond-async');
-      switch (answer.kind) {
-        case 'completed':
-          return reply.code(200).send({ batch: answer.batch });
-        case 'failed':
-          throw new DomainError(
-            'ALLOCATION_FAILED',
-            `Batch ${answer.batchId} stopped after ${answer.processed} of ${answer.total} items; retry with the same Idempotency-Key to resume.`,
-            { batchId: answer.batchId, processed: answer.processed },
-          );
-        case 'pending':
-          return reply.code(202).header('location', answer.location).send({ batch: answer.batch });
-      }
+      return sendAnswer(reply, answer);
     },
   );
 };

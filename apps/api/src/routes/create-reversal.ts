@@ -1,5 +1,7 @@
-import { DomainError, payoutIdParamSchema, questIdParamsSchema } from '@quest/domain';
+import { payoutIdParamSchema, questIdParamsSchema } from '@quest/domain';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { sendAnswer } from '../commands/answer.ts';
+import { keyCaller } from '../commands/caller.ts';
 import { EXAMPLE_PAYOUT, EXAMPLE_REVERSAL } from '../openapi/examples.ts';
 import { documented, errorResponses, IDEMPOTENT_REPLAYED_HEADER, LOCATION_HEADER } from '../openapi/responses.ts';
 import { AUTH_ERRORS, idempotencyHeaders, validationExample } from '../schemas/common.ts';
@@ -80,31 +82,12 @@ export const createReversalRoute: FastifyPluginAsyncZod<{ deps: RouteDeps }> = a
       },
     },
     async (request, reply) => {
-      deps.flags.require('quests');
-      const { questId, payoutId } = request.params;
-      const { ownerId } = await deps.auth.authorize(request.headers['x-api-key'], questId);
-      await deps.ownerItems.charge(reply, ownerId, 1);
-      const answer = await deps.reversals.reverse({
-        ownerId,
-        questId,
-        payoutId,
-        points: request.body.points,
-        reason: request.body.reason,
+      const answer = await deps.commands.reverse(keyCaller(deps.auth, request, reply), {
+        ...request.params,
+        ...request.body,
         idempotencyKey: request.headers['idempotency-key'],
-        requestId: request.id,
       });
-      switch (answer.kind) {
-        case 'reversal':
-          if (answer.replayed) reply.header('idempotent-replayed', 'true');
-          return reply.code(200).send({ reversal: answer.reversal });
-        case 'rejected':
-          if (answer.replayed) reply.header('idempotent-replayed', 'true');
-          throw new DomainError(answer.code);
-        case 'failed':
-          throw new DomainError('REVERSAL_FAILED');
-        case 'pending':
-          return reply.code(202).header('location', answer.location).send({ reversal: answer.reversal });
-      }
+      return sendAnswer(reply, answer);
     },
   );
 };

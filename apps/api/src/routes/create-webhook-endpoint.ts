@@ -1,4 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { sendAnswer } from '../commands/answer.ts';
+import { keyCaller } from '../commands/caller.ts';
 import { EXAMPLE_ENDPOINT } from '../openapi/examples.ts';
 import { documented, errorResponses } from '../openapi/responses.ts';
 import { apiKeyHeaders, validationExample } from '../schemas/common.ts';
@@ -41,9 +43,7 @@ export const createWebhookEndpointRoute: FastifyPluginAsyncZod<{ deps: RouteDeps
         },
       },
     },
-    async (request) => {
-      const { ownerId } = await deps.auth.authenticate(request.headers['x-api-key']);
-      return { endpoint: await deps.webhooks.create(ownerId, request.body) };
-    },
+    async (request, reply) =>
+      sendAnswer(reply, await deps.commands.createEndpoint(keyCaller(deps.auth, request, reply), request.body)),
   );
 };

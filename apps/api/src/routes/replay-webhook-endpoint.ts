@@ -1,4 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { sendAnswer } from '../commands/answer.ts';
+import { keyCaller } from '../commands/caller.ts';
 import { documented, errorResponses } from '../openapi/responses.ts';
 import { apiKeyHeaders } from '../schemas/common.ts';
 import { replayBody, replayResponse, webhookEndpointParams } from '../schemas/events.ts';
@@ -29,9 +31,10 @@ export const replayWebhookEndpointRoute: FastifyPluginAsyncZod<{ deps: RouteDeps
         },
       },
     },
-    async (request) => {
-      const { ownerId } = await deps.auth.authenticate(request.headers['x-api-key']);
-      return deps.webhooks.replay(ownerId, request.params.id, new Date(request.body.since));
-    },
+    async (request, reply) =>
+      sendAnswer(
+        reply,
+        await deps.commands.replayEvents(keyCaller(deps.auth, request, reply), { ...request.params, ...request.body }),
+      ),
   );
 };

@@ -1,4 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { sendAnswer } from '../commands/answer.ts';
+import { keyCaller } from '../commands/caller.ts';
 import { EXAMPLE_ENDPOINT } from '../openapi/examples.ts';
 import { documented, errorResponses } from '../openapi/responses.ts';
 import { apiKeyHeaders } from '../schemas/common.ts';
@@ -42,9 +44,7 @@ export const rotateWebhookSecretRoute: FastifyPluginAsyncZod<{ deps: RouteDeps }
         },
       },
     },
-    async (request) => {
-      const { ownerId } = await deps.auth.authenticate(request.headers['x-api-key']);
-      return { endpoint: await deps.webhooks.rotate(ownerId, request.params.id) };
-    },
+    async (request, reply) =>
+      sendAnswer(reply, await deps.commands.rotateSecret(keyCaller(deps.auth, request, reply), request.params)),
   );
 };

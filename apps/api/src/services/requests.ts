@@ -1,16 +1,23 @@
 import { recordPendingRequest, type Sql } from '@quest/db';
-import { idempotentRequestKey, newId, type RequestItem, type RequestOutcome } from '@quest/domain';
+import {
+  type AllocationItem,
+  idempotentRequestKey,
+  newId,
+  type RequestItem,
+  type RequestOutcome,
+  type ReversalItem,
+} from '@quest/domain';
 import type { Allocator, Delivery } from '@quest/queue';
 import { countReplyFallback } from '../metrics.ts';
 import { IdempotencyGuard } from './idempotency.ts';
 
 /**
- * The API side of one single request — an allocation or a reversal — shared by their services:
+ * The API side of one single request — an allocation or a reversal — shared by their commands:
  * the request key (the client's Idempotency-Key scoped by owner and quest, or a fresh id), the
  * refusal of a reused key with another body, enqueue and wait for the decision on the quest's
  * partition, and when no decision came back: the database's answer if the job finished (its reply
  * was lost), or the 202 marker that makes the request's status readable and re-drivable. Replays
- * are marked only for a client's own key. What a decision means in HTTP is each service's business.
+ * are marked only for a client's own key. What a decision means to the caller is each command's.
  */
 
 export interface RequestPipelineDeps {
@@ -20,15 +27,17 @@ export interface RequestPipelineDeps {
   idempotency?: IdempotencyGuard | undefined;
 }
 
-/** What became of a request: decided (credited, reversed or rejected), failed (nothing applied), or still pending (202). */
-export type RequestResult =
-  | { kind: 'decided'; outcome: Exclude<RequestOutcome, { status: 'failed' }>; replayed: boolean }
-  | { kind: 'failed' }
-  | { kind: 'pending'; enqueuedAt: number };
+/** A request's outcome as far as it is known: decided (credited, reversed, rejected or failed), or still pending. */
+export type Settled = RequestOutcome | { status: 'pending'; enqueuedAt: number };
 
-export interface RequestSubmission {
+/** The outcomes an item of one kind can have: an allocation is never reversed, a reversal never credits. */
+export type SettledFor<I extends RequestItem> = I extends ReversalItem
+  ? Exclude<Settled, { status: 'completed' }>
+  : Exclude<Settled, { status: 'reversed' }>;
+
+export interface RequestSubmission<I extends RequestItem> {
   /** The item to decide, with its request key (see RequestPipeline.key). */
-  item: RequestItem;
+  item: I;
   /** The client's Idempotency-Key header, if any. */
   idempotencyKey: string | undefined;
   /** The body's meaningful fields, in a canonical order: the same key with another body is refused. */
@@ -36,6 +45,9 @@ export interface RequestSubmission {
   /** The outcome the database holds for the key, as a worker would have answered it; undefined while undecided. */
   stored: (sql: Sql, questId: number, key: string) => Promise<RequestOutcome | undefined>;
 }
+
+/** The status an outcome of this item's kind may not have: the one check that the worker answered the right kind. */
+const FOREIGN_STATUS = { allocation: 'reversed', reversal: 'completed' } as const;
 
 export class RequestPipeline {
   constructor(private readonly deps: RequestPipelineDeps) {}
@@ -45,7 +57,9 @@ export class RequestPipeline {
     return idempotencyKey ? idempotentRequestKey(ownerId, questId, idempotencyKey, prefix) : newId(prefix);
   }
 
-  async submit({ item, idempotencyKey, body, stored }: RequestSubmission): Promise<RequestResult> {
+  submit(submission: RequestSubmission<AllocationItem>): Promise<SettledFor<AllocationItem>>;
+  submit(submission: RequestSubmission<ReversalItem>): Promise<SettledFor<ReversalItem>>;
+  async submit({ item, idempotencyKey, body, stored }: RequestSubmission<RequestItem>): Promise<Settled> {
     const { sql, allocator, idempotency } = this.deps;
     if (idempotencyKey && idempotency) await idempotency.claim(item.key, IdempotencyGuard.digest(body));
     const delivery = await allocator.allocate(item);
@@ -54,12 +68,16 @@ export class RequestPipeline {
       const enqueuedAt = delivery.kind === 'undecided' ? delivery.enqueuedAt : Date.now();
       const jobId = delivery.kind === 'undecided' ? delivery.jobId : undefined;
       await recordPendingRequest(sql, { ...item, enqueuedAt, jobId });
-      return { kind: 'pending', enqueuedAt };
+      return { status: 'pending', enqueuedAt };
     }
-    if (outcome.status === 'failed') return { kind: 'failed' };
+    if (outcome.status === FOREIGN_STATUS[item.kind ?? 'allocation'])
+      throw new Error(`request ${item.key} (${item.kind ?? 'allocation'}) was answered ${outcome.status}`);
     // A generated key is never replayed but by a redelivered job: only a client's key makes a replay.
-    const replayed = idempotencyKey !== undefined && outcome.replayed === true;
-    return { kind: 'decided', outcome, replayed };
+    if (outcome.status !== 'failed' && outcome.replayed && idempotencyKey === undefined) {
+      const { replayed: _, ...fresh } = outcome;
+      return fresh;
+    }
+    return outcome;
   }
 
   /**
@@ -69,7 +87,7 @@ export class RequestPipeline {
   private async settle(
     item: RequestItem,
     delivery: Delivery,
-    stored: RequestSubmission['stored'],
+    stored: RequestSubmission<RequestItem>['stored'],
   ): Promise<RequestOutcome | undefined> {
     switch (delivery.kind) {
       case 'decided':
