@@ -134,8 +134,7 @@ export function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
  * transaction and answers the pipelined COMMIT with a rollback, so nothing is applied; the first
  * failure is thrown. A guard that must stop the commit has to fail in SQL, not in JavaScript after
  * its statement returns (by then COMMIT is on the wire). Written by hand because postgres.js offers
- * no pipelined BEGIN/COMMIT; on this machine a round trip between processes costs 0.1–0.2 ms of
- * CPU on each side, which was the largest share of the worker's time.
+ * no pipelined BEGIN/COMMIT, and a round trip costs CPU on both sides (docs/performance.md).
  */
 export async function pipelinedTransaction<T>(
   sql: Sql,
@@ -190,11 +189,10 @@ export async function pipelinedTransaction<T>(
  * bitmap scans), planned for the statement's own parameters each time. Such a table's statistics
  * trail its size (autovacuum analyzes it a minute or more later), and postgres.js prepares every
  * statement, which PostgreSQL switches to a generic plan after five runs, costed on the table as it
- * was then: made while `webhook_deliveries` was nearly empty, the plans read the whole table for
- * every group of 50 a job read or recorded — most of a delivery's PostgreSQL time (`npm run
- * delivery-cost --workspace @quest/bench`, docs/performance.md). Plain index scans also mark the
- * entries of rows they find dead, which bitmap scans never do: the publisher's scan of unpublished
- * events otherwise re-read every event published since the last vacuum, on every step.
+ * was then: a plan made while the table was nearly empty reads all of it for every few rows
+ * wanted. Plain index scans also mark the entries of rows they find dead, which bitmap scans never
+ * do, so a scan of a partial index (unpublished events) does not re-read the rows that left it
+ * since the last vacuum. docs/performance.md has the measurements.
  */
 export const keyedSettings = (tx: Sql) =>
   tx`select set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true),

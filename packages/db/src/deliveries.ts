@@ -79,8 +79,7 @@ export interface DeliveryGroup {
  * is recorded (recordAttempts) stays the real guard against a duplicate.
  */
 export async function claimDueDeliveries(sql: Sql, limit: number, groupSize: number): Promise<DeliveryGroup[]> {
-  // Planned afresh each time, like publishEvents: a generic plan cached while the table was empty
-  // would scan all of it once per claimed row.
+  // Under keyedSettings, like publishEvents: index scans, planned for this claim's parameters.
   const rows = await keyedStatement(
     sql,
     (tx) => tx<{ id: number; attempt: number; jobId: string }[]>`

@@ -153,8 +153,8 @@ export interface Purged {
  * created before it. Ids are time-sortable, so the primary key finds the old events, and a
  * delivery's event id tells its event's age: a delivery names its event without a foreign key
  * (migration 00012), and the range catches every delivery of a purged event — also one a replay
- * wrote while the purge ran, or one an older worker's purge (which relied on the cascade) left —
- * on this step or a later one. Call again while either count is `limit`.
+ * wrote while the purge ran, or one whose event was deleted by other means — on this step or a
+ * later one. Call again while either count is `limit`.
  */
 export async function purgeEvents(sql: Sql, before: Date, limit: number): Promise<Purged> {
   const bound = idTimeBound('evt', before.getTime());

@@ -1,4 +1,4 @@
--- One lifecycle for each request and batch (see packages/db/src/allocations.ts).
+-- One lifecycle for each request and batch (see packages/db/src/lifecycle.ts).
 -- A request's marker orders its writers by the enqueue they speak for: the 202 marker (pending) and
 -- the worker's give-up (failed) each carry the time their item was enqueued, and the later enqueue
 -- wins (on a tie, the failure of that same enqueue), whichever write lands first. job_id names the
