@@ -60,6 +60,22 @@ describe('POST /quests/:questId/payouts/:payoutId/reversals: errors', () => {
     expect(allocator.items.length).toBe(before);
   });
 
+  it.each([
+    ['a NUL character', 'bot\u0000farm'],
+    ['a lone high surrogate', 'bot \uD800 farm'],
+    ['a lone low surrogate', '\uDC00bot farm'],
+  ])('answers 400 VALIDATION_FAILED for a reason with %s, queueing nothing', async (_, reason) => {
+    const before = allocator.items.length;
+    // JSON.stringify writes a lone surrogate as its \u escape: the body is valid JSON.
+    const res = await reverse(JSON.stringify({ reason }));
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({
+      code: 'VALIDATION_FAILED',
+      details: [{ location: 'body', path: 'reason', message: 'must not contain a NUL character or an unpaired surrogate' }],
+    });
+    expect(allocator.items.length).toBe(before);
+  });
+
   it.each(['nope', 'pay_', 'pay_01JF8Q4G0X7M3R6V2K9D1N5BTA', `pay_${'a'.repeat(300)}`, 'alc_01jf8q4g0x7m3r6v2k9d1n5bta'])(
     'answers 400 for the payout id %s',
     async (id) => {

@@ -72,6 +72,9 @@ describe('webhook endpoints', () => {
       'https://169.254.169.254/latest/meta-data',
       'https://[::1]/',
       'https://localhost/',
+      'https://localhost./',
+      'https://[::127.0.0.1]/',
+      'https://[::a9fe:a9fe]/latest/meta-data',
       'https://user:pw@hooks.example.com/',
     ]) {
       const res = await call(t, 'POST', '/webhook-endpoints', alice.apiKey, { url });
@@ -81,8 +84,34 @@ describe('webhook endpoints', () => {
       const res = await call(t, 'POST', '/webhook-endpoints', alice.apiKey, body);
       expect([res.statusCode, res.json().code], JSON.stringify(body)).toEqual([400, 'VALIDATION_FAILED']);
     }
+    for (const body of [
+      { url: 'https://a.example/', description: 'ours\u0000' },
+      { url: 'https://a.example/', description: 'ours \uD83D' },
+      { url: 'https://a.example/\uDE00' },
+    ]) {
+      const res = await call(t, 'POST', '/webhook-endpoints', alice.apiKey, body);
+      expect([res.statusCode, res.json().code], JSON.stringify(body)).toEqual([400, 'VALIDATION_FAILED']);
+      expect(res.json().details[0].message).toBe('must not contain a NUL character or an unpaired surrogate');
+    }
     const badId = await call(t, 'DELETE', '/webhook-endpoints/whe_nope', alice.apiKey);
     expect([badId.statusCode, badId.json().code]).toEqual([400, 'VALIDATION_FAILED']);
+  });
+
+  it('refuses a replay since a time PostgreSQL cannot take (year 0, a negative year) with 400', async () => {
+    const created = await call(t, 'POST', '/webhook-endpoints', alice.apiKey, { url: 'https://hooks.example.com/replay' });
+    const { id } = created.json().endpoint;
+    for (const since of [
+      '0000-01-01T00:00:00Z',
+      '0000-12-31T23:59:59.999Z',
+      '-000001-01-01T00:00:00Z',
+      '-271821-04-20T00:00:00Z',
+    ]) {
+      const res = await call(t, 'POST', `/webhook-endpoints/${id}/replay`, alice.apiKey, { since });
+      expect([res.statusCode, res.json().code], since).toEqual([400, 'VALIDATION_FAILED']);
+    }
+    const earliest = await call(t, 'POST', `/webhook-endpoints/${id}/replay`, alice.apiKey, { since: '0001-01-01T00:00:00Z' });
+    expect([earliest.statusCode, earliest.json()]).toEqual([200, { deliveries: 0 }]);
+    await call(t, 'DELETE', `/webhook-endpoints/${id}`, alice.apiKey);
   });
 
   it('answers 503 WEBHOOKS_NOT_CONFIGURED without WEBHOOK_SECRET_KEY, and 401 without a valid key', async () => {

@@ -29,6 +29,10 @@ describe('blockedAddressReason', () => {
       'fd00:ec2::254',
       '::ffff:127.0.0.1', // IPv4-mapped loopback
       '::ffff:169.254.169.254',
+      '::127.0.0.1', // IPv4-compatible (deprecated): refused whatever it carries
+      '::a9fe:a9fe',
+      '::808:808', // ::8.8.8.8 as URLs and resolvers write it
+      '::1:0:0:0', // not ::/96: reserved, refused by its range
       '224.0.0.1',
       'not-an-ip',
     ]) {
@@ -42,6 +46,7 @@ describe('checkWebhookUrl', () => {
   const lax = { allowPrivate: true };
   it('wants https, no credentials, no private literal or localhost, unless private URLs are allowed', () => {
     expect(checkWebhookUrl('https://example.com/hook', strict).ok).toBe(true);
+    expect(checkWebhookUrl('https://example.com./hook', strict).ok).toBe(true);
     for (const bad of [
       'http://example.com/hook',
       'https://user:pw@example.com/',
@@ -50,6 +55,12 @@ describe('checkWebhookUrl', () => {
       'https://169.254.169.254/latest',
       'https://localhost:8080/',
       'https://a.localhost/',
+      'https://localhost./',
+      'https://LocalHost.:8443/',
+      'https://a.localhost./',
+      'https://[::127.0.0.1]/',
+      'https://[::a9fe:a9fe]/latest',
+      'https://127.0.0.1./',
       'ftp://example.com/',
       'not a url',
       `https://example.com/${'a'.repeat(2100)}`,

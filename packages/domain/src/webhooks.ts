@@ -12,13 +12,18 @@ export const WEBHOOK_URL_MAX_LENGTH = 2048;
  * Why an address may not be connected to, or null when it may: only global unicast addresses
  * (no loopback, private, link-local — which holds the cloud metadata address 169.254.169.254 —,
  * unique-local, carrier-grade NAT, multicast, reserved, unspecified). IPv4-mapped IPv6 addresses
- * are judged as the IPv4 address they carry.
+ * are judged as the IPv4 address they carry. IPv4-compatible ones (`::a.b.c.d`, the rest of ::/96,
+ * deprecated by RFC 4291 §2.5.5.1) are refused whatever they carry: stacks that still translate
+ * them would reach the IPv4 address, and no public service is reached that way.
  */
 export function blockedAddressReason(address: string): string | null {
   if (!ipaddr.isValid(address)) return `not an IP address: ${address}`;
   let parsed = ipaddr.parse(address);
-  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) {
-    parsed = (parsed as ipaddr.IPv6).toIPv4Address();
+  if (parsed.kind() === 'ipv6') {
+    const v6 = parsed as ipaddr.IPv6;
+    if (v6.isIPv4MappedAddress()) parsed = v6.toIPv4Address();
+    else if (v6.parts.slice(0, 6).every((part) => part === 0) && v6.range() === 'unicast')
+      return `${address} is an IPv4-compatible address`;
   }
   const range = parsed.range();
   return range === 'unicast' ? null : `${address} is a ${range} address`;
@@ -46,7 +51,8 @@ export function checkWebhookUrl(raw: string, opts: { allowPrivate: boolean }): W
   if (url.username || url.password) return { ok: false, reason: 'must not carry credentials' };
   if (url.hash) return { ok: false, reason: 'must not carry a fragment' };
   if (!opts.allowPrivate) {
-    const host = url.hostname.replace(/^\[|\]$/g, '');
+    // A name may end with the root's dot (`localhost.` is localhost).
+    const host = url.hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '');
     if (host === 'localhost' || host.endsWith('.localhost')) return { ok: false, reason: 'must not point at localhost' };
     if (ipaddr.isValid(host)) {
       const reason = blockedAddressReason(host);

@@ -22,6 +22,20 @@ export const points = z
   .max(Number.MAX_SAFE_INTEGER)
   .meta({ description: 'Points to allocate: a positive integer.' });
 
+/** A UTF-16 code unit of a surrogate pair without its other half (not encodable as UTF-8). */
+const UNPAIRED_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * Text the service can keep as it was sent: no NUL (PostgreSQL's text cannot hold one) and no
+ * unpaired surrogate (UTF-8 cannot encode one). Every free-text field of a request is `freeText`.
+ */
+export const isStorableText = (text: string): boolean => !text.includes('\u0000') && !UNPAIRED_SURROGATE.test(text);
+
+export const FREE_TEXT_MESSAGE = 'must not contain a NUL character or an unpaired surrogate';
+
+/** A free-text field of at most `max` characters: refused with a 400 when it is not storable text. */
+export const freeText = (max: number) => z.string().max(max).refine(isStorableText, { message: FREE_TEXT_MESSAGE });
+
 export const count = (description: string) => z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).meta({ description });
 export const timestamp = (description: string, example: string) => z.iso.datetime().meta({ description, example });
 

@@ -1,6 +1,7 @@
 import type { DeliveryLogRow, EndpointRow } from '@quest/db';
 import { EVENT_TYPES, eventViewSchema, ID_PARAM_MAX_LENGTH, intQueryParam, WEBHOOK_URL_MAX_LENGTH } from '@quest/domain';
 import { z } from 'zod';
+import { freeText } from './common.ts';
 
 /** The bodies and views of GET /events and the webhook endpoint routes. */
 
@@ -58,7 +59,7 @@ export const webhookEndpointParams = z.object({ id: webhookEndpointIdSchema });
 
 export const createWebhookEndpointBody = z
   .strictObject({
-    url: z.string().min(1).max(WEBHOOK_URL_MAX_LENGTH).meta({
+    url: freeText(WEBHOOK_URL_MAX_LENGTH).min(1).meta({
       description:
         'Where to POST events: https:// (http:// only where the operator set WEBHOOK_ALLOW_PRIVATE_URLS). Private, loopback and link-local addresses are refused, also when a name resolves to one at delivery time.',
     }),
@@ -68,16 +69,25 @@ export const createWebhookEndpointBody = z
       .max(EVENT_TYPES.length)
       .optional()
       .meta({ description: 'Event types to deliver; every type when omitted.' }),
-    description: z.string().max(500).optional(),
+    description: freeText(500).optional(),
   })
   .meta({ example: { url: 'https://example.com/webhooks/quest', events: ['payout.created', 'batch.completed'] } });
 
+/**
+ * The earliest `since`: year 1. ISO 8601's four-digit years reach back to year 0 (1 BC), which
+ * PostgreSQL's timestamps spell `1 BC` and refuse in this form.
+ */
+const EARLIEST_SINCE = Date.parse('0001-01-01T00:00:00.000Z');
+
 export const replayBody = z
   .strictObject({
-    since: z.iso.datetime().meta({
-      description: 'Deliver again every event created at or after this time (ISO 8601) that the endpoint subscribes to.',
-      example: '2026-03-01T00:00:00.000Z',
-    }),
+    since: z.iso
+      .datetime()
+      .refine((value) => Date.parse(value) >= EARLIEST_SINCE, { message: 'must be in year 1 or later' })
+      .meta({
+        description: 'Deliver again every event created at or after this time (ISO 8601) that the endpoint subscribes to.',
+        example: '2026-03-01T00:00:00.000Z',
+      }),
   })
   .meta({ example: { since: '2026-03-01T00:00:00.000Z' } });
 

@@ -1,7 +1,7 @@
 import { payoutSchema, REVERSAL_REASON_MAX, reversalViewSchema } from '@quest/domain';
 import { z } from 'zod';
 import { EXAMPLE_PAYOUT, EXAMPLE_REVERSAL } from '../openapi/examples.ts';
-import { count, errorView, points, timestamp } from './common.ts';
+import { count, errorView, freeText, points, timestamp } from './common.ts';
 
 /** The body and views of the reversal routes and of a payout's detail. */
 
@@ -11,9 +11,7 @@ export const reverseBody = z
       description:
         "Points to take back: a positive integer, at most the payout's unreversed remainder. Absent: all of the remainder.",
     }),
-    reason: z
-      .string()
-      .max(REVERSAL_REASON_MAX)
+    reason: freeText(REVERSAL_REASON_MAX)
       .optional()
       .meta({ description: `Why, for the record (at most ${REVERSAL_REASON_MAX} characters).` }),
   })
