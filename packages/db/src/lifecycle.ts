@@ -3,7 +3,7 @@ import type { Sql } from './client.ts';
 
 /**
  * The lifecycle of requests and batches: the only module that writes their status
- * (`allocation_requests`, `batches`; a test greps the sources to keep it so). The ledger decides
+ * (`allocation_requests`, `batches`; test/writers.test.ts keeps it so). The ledger decides
  * items and writes their outcomes (payouts, rejections); a batch chunk's progress, including
  * `completed`, is written here too, by `advanceBatch`, which the ledger runs inside its own
  * transaction; its completion event is planned by the domain and written by outbox.ts, like every

@@ -1,6 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import {
   applyRequests,
   findStrandedBatches,
@@ -13,36 +11,6 @@ import {
   touchRequest,
 } from '@quest/db';
 import { test } from '@quest/testing';
-import { REPO_ROOT } from '@quest/testing/processes';
-
-/** Every TypeScript source file in the src folders of apps, packages and tools, tests aside. */
-function sources(): string[] {
-  const out: string[] = [];
-  const walk = (dir: string) => {
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      const path = join(dir, entry.name);
-      if (entry.isDirectory()) walk(path);
-      else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts')) out.push(path);
-    }
-  };
-  for (const tier of ['apps', 'packages', 'tools']) {
-    for (const pkg of readdirSync(join(REPO_ROOT, tier), { withFileTypes: true })) {
-      const src = join(REPO_ROOT, tier, pkg.name, 'src');
-      if (pkg.isDirectory() && readdirSync(join(REPO_ROOT, tier, pkg.name)).includes('src')) walk(src);
-    }
-  }
-  return out;
-}
-
-describe('one owner of request and batch status', () => {
-  it('only packages/db/src/lifecycle.ts has SQL that writes allocation_requests or batches', () => {
-    const writes = /\b(insert\s+into|update|delete\s+from|merge\s+into)\s+(allocation_requests|batches)\b/i;
-    const writers = sources()
-      .filter((file) => writes.test(readFileSync(file, 'utf8')))
-      .map((file) => relative(REPO_ROOT, file));
-    expect(writers).toEqual(['packages/db/src/lifecycle.ts']);
-  });
-});
 
 describe('request lifecycle', () => {
   test('a failure that lands before its 202 marker is not overwritten; a later enqueue is pending again', async ({
