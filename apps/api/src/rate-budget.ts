@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 
 /**
@@ -18,24 +19,7 @@ import type { Redis } from 'ioredis';
  */
 
 /** Lease `want` units plus a spare block: answers [units granted, ms left in the window, count after]. */
-const LEASE = `
-local want = tonumber(ARGV[1])
-local max = tonumber(ARGV[2])
-local window = tonumber(ARGV[3])
-local maxLease = tonumber(ARGV[4])
-local count = tonumber(redis.call('GET', KEYS[1]) or '0')
-local ttl = redis.call('PTTL', KEYS[1])
-if count + want > max then
-  if ttl < 0 then ttl = window end
-  return {0, ttl, count}
-end
-local grant = want + math.max(0, math.min(maxLease, math.floor((max - count - want) / 8)))
-count = redis.call('INCRBY', KEYS[1], grant)
-if ttl < 0 then
-  redis.call('PEXPIRE', KEYS[1], window)
-  ttl = window
-end
-return {grant, ttl, count}`;
+const LEASE = readFileSync(new URL('./rate-lease.lua', import.meta.url), 'utf8');
 
 /** Where the window counters live: Redis, or this process alone (tests of single routes). */
 export interface BudgetStore {
@@ -202,14 +186,7 @@ export class LeasedBudget {
 }
 
 /** Add 1 (or 0 to read): answers [count, ms left in the window]; the window starts at the first hit. */
-const TALLY = `
-local count = tonumber(ARGV[1]) > 0 and redis.call('INCRBY', KEYS[1], ARGV[1]) or tonumber(redis.call('GET', KEYS[1]) or '0')
-local ttl = redis.call('PTTL', KEYS[1])
-if count > 0 and ttl < 0 then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  ttl = tonumber(ARGV[2])
-end
-return {count, ttl}`;
+const TALLY = readFileSync(new URL('./rate-tally.lua', import.meta.url), 'utf8');
 
 type TallyingRedis = Redis & { questTally(key: string, add: number, windowMs: number): Promise<[number, number]> };
 

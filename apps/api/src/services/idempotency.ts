@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { DomainError } from '@quest/domain';
 import type { Redis } from 'ioredis';
@@ -11,11 +12,8 @@ import type { Redis } from 'ioredis';
  * without an Idempotency-Key never reach it; nothing is written to the database.
  */
 
-const CLAIM = `
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
-local stored = redis.call('GET', KEYS[1])
-if stored == false or stored == ARGV[1] then return 1 end
-return 0`;
+/** SET NX of the first digest, else compare (idempotency-claim.lua). */
+const CLAIM = readFileSync(new URL('./idempotency-claim.lua', import.meta.url), 'utf8');
 
 type ClaimingRedis = Redis & { idempotencyClaim(key: string, digest: string, ttlMs: number): Promise<number> };
 
