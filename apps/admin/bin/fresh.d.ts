@@ -1,3 +1,2 @@
-export function newestSource(dirs: readonly string[]): number;
-export function bundleIsFresh(bundle: string, dirs: readonly string[]): boolean;
+export { bundleIsFresh, newestSource } from '@quest/config/fresh';
 export function adminSourceDirs(root: string): string[];

@@ -1,32 +1,9 @@
-// Whether a bundle may stand in for the TypeScript it was built from (see quest-admin.js).
-import { readdirSync, statSync } from 'node:fs';
+// Whether quest-admin's bundle may stand in for its sources (see quest-admin.js): the rule is
+// @quest/config's; which sources count is quest-admin's.
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 
-/** Newest modification time (ms) of the .ts files under `dirs` (missing directories are skipped). */
-export function newestSource(dirs) {
-  let newest = 0;
-  for (const dir of dirs) {
-    let names;
-    try {
-      names = readdirSync(dir, { recursive: true });
-    } catch {
-      continue;
-    }
-    for (const name of names) if (name.endsWith('.ts')) newest = Math.max(newest, statSync(join(dir, name)).mtimeMs);
-  }
-  return newest;
-}
-
-/** True when `bundle` exists and no .ts file under `dirs` is newer than it. */
-export function bundleIsFresh(bundle, dirs) {
-  let built;
-  try {
-    built = statSync(bundle).mtimeMs;
-  } catch {
-    return false;
-  }
-  return built >= newestSource(dirs);
-}
+export { bundleIsFresh, newestSource } from '@quest/config/fresh';
 
 /** The sources of quest-admin's bundle: the CLI and every workspace package. */
 export function adminSourceDirs(root) {

@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { bundleIsFresh } from '@quest/admin/bin/fresh.js';
+import { bundleIsFresh } from '@quest/config/fresh';
 import { freePort } from './ports.ts';
 import { until } from './wait.ts';
 
