@@ -25,6 +25,29 @@ const thirdPartyExternal = {
   },
 };
 
+/**
+ * Lua scripts live in .lua files beside the module that runs them, which reads each once at load:
+ * `readFileSync(new URL('./name.lua', import.meta.url), 'utf8')`. A bundle is not beside them, so
+ * each such read is replaced by the script's text. A .lua reference in another form fails the build.
+ */
+const LUA_READ = /readFileSync\(new URL\('(\.\/[\w./-]+\.lua)', import\.meta\.url\), 'utf8'\)/g;
+const inlineLua = {
+  name: 'inline-lua',
+  setup(b) {
+    b.onLoad({ filter: /\.ts$/ }, async (args) => {
+      if (args.path.includes('node_modules')) return undefined;
+      const source = await readFile(args.path, 'utf8');
+      if (!source.includes('.lua')) return undefined;
+      const reads = [...source.matchAll(LUA_READ)];
+      const scripts = await Promise.all(reads.map((m) => readFile(join(dirname(args.path), m[1]), 'utf8')));
+      let i = 0;
+      const contents = source.replace(LUA_READ, () => JSON.stringify(scripts[i++]));
+      if (/\.lua'/.test(contents)) throw new Error(`${args.path}: a .lua file read in another form than ${LUA_READ}`);
+      return { contents, loader: 'ts' };
+    });
+  },
+};
+
 const targets = [
   { entry: 'apps/api/src/server.ts', out: 'apps/api/dist/server.mjs' },
   { entry: 'apps/worker/src/main.ts', out: 'apps/worker/dist/main.mjs' },
@@ -90,7 +113,7 @@ await Promise.all(
         target: 'node20',
         sourcemap: true,
         logLevel: 'warning',
-        plugins: [thirdPartyExternal],
+        plugins: [thirdPartyExternal, inlineLua],
         write: false,
       });
       // Each file appears whole (written aside, then renamed), the entry last, after the chunks it

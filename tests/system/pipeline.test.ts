@@ -1,5 +1,6 @@
 import { describe, expect } from 'vitest';
-import { createAllocator, PartitionCountMismatch, PartitionPool } from '@quest/queue';
+import { createAllocator, PartitionCountMismatch, redisConnection } from '@quest/queue';
+import { PartitionPool } from '@quest/worker/pool';
 import {
   test as base,
   completedJobs,
@@ -76,15 +77,20 @@ describe('allocation pipeline (queue level)', () => {
 });
 
 describe('partition count', () => {
-  test('refuses a producer or a worker configured with another partition count than the queues have', async ({ redis }) => {
+  test('refuses a producer or a worker configured with another partition count than the queues have', async ({
+    redis,
+    onTestFinished,
+  }) => {
     // The first producer records the partition count of this Redis prefix.
     const first = await createAllocator({ redisUrl: redis.url, prefix: redis.prefix, partitions: PARTITIONS, waitMs: 1000 });
     await first.close();
     await expect(
       createAllocator({ redisUrl: redis.url, prefix: redis.prefix, partitions: PARTITIONS + 1, waitMs: 1000 }),
     ).rejects.toBeInstanceOf(PartitionCountMismatch);
+    const connection = redisConnection(redis.url);
+    onTestFinished(() => connection.disconnect());
     const pool = new PartitionPool({
-      redisUrl: redis.url,
+      connection,
       prefix: redis.prefix,
       partitions: PARTITIONS * 2,
       memberId: 'mismatched',

@@ -14,6 +14,7 @@ import {
   webhookEnv,
   z,
 } from '@quest/config';
+import { MIN_TTL_HEARTBEATS, POOL_DEFAULTS } from './pool/config.ts';
 
 /** The liveness file: written by the worker, read by its container healthcheck. */
 const healthFileEnv = {
@@ -51,24 +52,24 @@ export const workerEnvSchema = z.object({
     defaultText: '`<hostname>-<pid>-<random>`',
     boundsText: '1–100 characters',
   }),
-  WORKER_HEARTBEAT_MS: intVar(1000, 100, 60_000).meta({
+  WORKER_HEARTBEAT_MS: intVar(POOL_DEFAULTS.heartbeatMs, 100, 60_000).meta({
     description: 'Pool membership renewal and rebalance period.',
   }),
-  WORKER_MEMBER_TTL_MS: intVar(3000, 300, 120_000).meta({
+  WORKER_MEMBER_TTL_MS: intVar(POOL_DEFAULTS.memberTtlMs, 300, 120_000).meta({
     description: 'A member silent this long is dead: its partitions move to the others (and its healthcheck fails).',
   }),
-  WORKER_LOCK_MS: intVar(4000, 1000, 600_000).meta({
+  WORKER_LOCK_MS: intVar(POOL_DEFAULTS.lockDurationMs, 1000, 600_000).meta({
     description:
       "BullMQ job lock: a dead worker's active job is taken over after it expires (stalled jobs are looked for every " +
       'quarter of it).',
   }),
-  WORKER_PROBE_TIMEOUT_MS: intVar(1000, 50, 60_000).meta({
+  WORKER_PROBE_TIMEOUT_MS: intVar(POOL_DEFAULTS.probeTimeoutMs, 50, 60_000).meta({
     description:
       'Deadline of the database probe the worker runs every heartbeat. Two missed in a row, or answers over 10× ' +
       "slower than the other workers' for 3 heartbeats, and the worker leaves the pool until healthy again " +
       '(see [Gray failures](operations.md#gray-failures)).',
   }),
-  WORKER_STALL_RESTART_MS: intVar(10_000, 1000, 600_000).meta({
+  WORKER_STALL_RESTART_MS: intVar(POOL_DEFAULTS.stallRestartMs, 1000, 600_000).meta({
     description:
       'An owned partition with waiting jobs and none active whose consumer has fetched nothing this long gets a ' +
       'fresh consumer.',
@@ -159,11 +160,11 @@ export type WorkerConfig = z.output<typeof workerEnvSchema> & { WORKER_ID: strin
 
 export function loadWorkerConfig(source: Record<string, string | undefined>): WorkerConfig {
   const env = parseEnv(workerEnvSchema, source);
-  // A member fences itself half a heartbeat before its TTL and retries a lost renewal at once:
-  // the TTL must leave room for two heartbeats and a half, or a worker fences at every beat.
-  if (env.WORKER_MEMBER_TTL_MS < 2.5 * env.WORKER_HEARTBEAT_MS) {
+  // A member fences itself half a heartbeat before its TTL and retries a lost renewal at once.
+  const minTtl = MIN_TTL_HEARTBEATS * env.WORKER_HEARTBEAT_MS;
+  if (env.WORKER_MEMBER_TTL_MS < minTtl) {
     throw new ConfigError(
-      `Invalid configuration:\n  WORKER_MEMBER_TTL_MS: must be at least 2.5 × WORKER_HEARTBEAT_MS (${2.5 * env.WORKER_HEARTBEAT_MS}) (got ${env.WORKER_MEMBER_TTL_MS})`,
+      `Invalid configuration:\n  WORKER_MEMBER_TTL_MS: must be at least ${MIN_TTL_HEARTBEATS} × WORKER_HEARTBEAT_MS (${minTtl}) (got ${env.WORKER_MEMBER_TTL_MS})`,
     );
   }
   return { ...env, WORKER_ID: env.WORKER_ID ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}` };

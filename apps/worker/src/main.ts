@@ -8,22 +8,16 @@ import {
   workerApplicationName,
 } from '@quest/db';
 import { DatabaseConfigurationError, migrate, waitForDatabase } from '@quest/db/migrate';
-import {
-  DeliveryQueue,
-  PartitionPool,
-  type PoolBeat,
-  producerConnection,
-  ReplySender,
-  redisConnection,
-  startDeliveryWorker,
-} from '@quest/queue';
+import { DeliveryQueue, producerConnection, ReplySender, redisConnection } from '@quest/queue';
 import { loadWorkerConfig } from './env.ts';
 import { removeHealthFile, writeHealthFile } from './health.ts';
 import { observePool, sampleDbPool, sampleWebhooks, serveMetrics } from './metrics.ts';
 import { createHandlers } from './handlers/index.ts';
+import { PartitionPool, type PoolBeat } from './pool/index.ts';
 import { Reconciler } from './reconciler.ts';
 import { deliverGroup, Limiter, SignerCache } from './webhooks/deliver.ts';
 import { OutboxPump } from './webhooks/pump.ts';
+import { startDeliveryWorker } from './webhooks/worker.ts';
 
 let config: ReturnType<typeof loadWorkerConfig>;
 let envFile: string | null = null;
@@ -84,25 +78,28 @@ if (replicationProblems.length > 0) {
 const replyRedis = producerConnection(config.REDIS_URL);
 replyRedis.on('error', () => {});
 const replies = new ReplySender(replyRedis, config.QUEUE_PREFIX);
+// The consumers' connection (waits for Redis, never times out): the partition pool and the
+// webhook delivery queue run on it and on duplicates of it.
+const queueRedis = redisConnection(config.REDIS_URL);
+queueRedis.on('error', () => {});
 const pool = new PartitionPool({
-  redisUrl: config.REDIS_URL,
+  connection: queueRedis,
   prefix: config.QUEUE_PREFIX,
   partitions: config.QUEUE_PARTITIONS,
   memberId: config.WORKER_ID,
-  heartbeatMs: config.WORKER_HEARTBEAT_MS,
-  memberTtlMs: config.WORKER_MEMBER_TTL_MS,
-  lockDurationMs: config.WORKER_LOCK_MS,
-  // A quarter of the lock: a dead or fenced worker's job is taken over at most 1.25 locks after
-  // its last renewal (one script per owned partition per check: cheap).
-  stalledIntervalMs: Math.floor(config.WORKER_LOCK_MS / 4),
+  timing: {
+    heartbeatMs: config.WORKER_HEARTBEAT_MS,
+    memberTtlMs: config.WORKER_MEMBER_TTL_MS,
+    lockDurationMs: config.WORKER_LOCK_MS,
+    probeTimeoutMs: config.WORKER_PROBE_TIMEOUT_MS,
+    stallRestartMs: config.WORKER_STALL_RESTART_MS,
+  },
   logger,
   // The worker's own path to PostgreSQL, on a connection of its own so it measures the path, not
   // the pool's queue: a member is one that can do the work.
   probe: async () => {
     await probeSql`select 1`;
   },
-  probeTimeoutMs: config.WORKER_PROBE_TIMEOUT_MS,
-  stallRestartMs: config.WORKER_STALL_RESTART_MS,
   onHeartbeat: config.WORKER_HEALTH_FILE ? writeLiveness(config.WORKER_HEALTH_FILE) : undefined,
   // A member gone (dead, fenced, or withdrawn) may still hold a quest's row lock in an open
   // transaction: end it now rather than let the next owner wait for the idle-in-transaction timeout.
@@ -153,9 +150,7 @@ const metricsServer = config.METRICS_PORT ? await serveMetrics(config.METRICS_HO
 if (metricsServer) logger.info({ port: config.METRICS_PORT, host: config.METRICS_HOST }, 'metrics listening');
 // Events and webhooks (docs/events.md): the outbox pump feeds the delivery queue; every worker
 // delivers, on a queue of its own, apart from the partitions.
-const webhookRedis = redisConnection(config.REDIS_URL);
-webhookRedis.on('error', () => {});
-const deliveryQueue = new DeliveryQueue(webhookRedis, config.QUEUE_PREFIX);
+const deliveryQueue = new DeliveryQueue(queueRedis, config.QUEUE_PREFIX);
 const pump = new OutboxPump({
   sql,
   queue: deliveryQueue,
@@ -192,7 +187,7 @@ const deliverDeps = {
   signers: webhookSigners,
 };
 const deliveryWorker = startDeliveryWorker({
-  redisUrl: config.REDIS_URL,
+  connection: queueRedis,
   prefix: config.QUEUE_PREFIX,
   concurrency: Math.max(2, Math.ceil(config.WEBHOOK_CONCURRENCY / config.WEBHOOK_DELIVERY_BATCH) + 1),
   lockDurationMs: config.WEBHOOK_TIMEOUT_MS * 3,
@@ -246,7 +241,7 @@ async function shutdown(signal: string) {
     // An attempt cut short is recorded by nobody: the reconciler hands it over again.
     await Promise.race([deliveryWorker.close(), deadline]);
     await deliveryQueue.close().catch(() => {});
-    webhookRedis.disconnect();
+    queueRedis.disconnect();
     replyRedis.disconnect();
     await Promise.all([sql.end({ timeout: 1 }), probeSql.end({ timeout: 1 })]);
     logger.info('stopped');

@@ -14,7 +14,6 @@ import {
 import {
   type DeliveryQueue,
   type DeliveryRef,
-  legacyDeliveryJobId,
   PartitionQueues,
   reconcilerLastRunKey,
   reconcilerLockKey,
@@ -196,7 +195,9 @@ export class Reconciler {
       : [];
     const byJob = new Map<string, DeliveryRef[]>();
     for (const d of deliveries) {
-      const jobId = d.jobId ?? legacyDeliveryJobId(d);
+      // A delivery handed to the queue names its job (set with enqueued_at, migration 00011).
+      const jobId = d.jobId;
+      if (jobId === null) continue;
       const refs = byJob.get(jobId);
       if (refs) refs.push({ id: d.id, attempt: d.attempt });
       else byJob.set(jobId, [{ id: d.id, attempt: d.attempt }]);

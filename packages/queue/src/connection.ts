@@ -79,6 +79,18 @@ export function redisConnection(url: string, overrides: RedisOptions = {}): Redi
 }
 
 /**
+ * Another connection to the server(s) `redis` talks to, with its options and `overrides`
+ * (per-node ioredis options, e.g. a command timeout): what a class given a connection makes of it
+ * when it needs one of its own, as BullMQ does for its blocking reads.
+ */
+export function duplicateConnection(redis: Redis, overrides: RedisOptions = {}): Redis {
+  const client: unknown = redis;
+  if (!(client instanceof Cluster)) return redis.duplicate(overrides);
+  const redisOptions = { ...client.options.redisOptions, ...overrides };
+  return client.duplicate([], { redisOptions }) as unknown as Redis;
+}
+
+/**
  * Producers fail fast: no offline queue and a command timeout, so a POST answers 503 within a
  * second when Redis is down or hung instead of hanging. Consumers (workers, event listeners) wait
  * and reconnect forever (`maxRetriesPerRequest: null`, as BullMQ requires for blocking commands).

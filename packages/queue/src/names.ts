@@ -75,9 +75,9 @@ export function partitionOfQueueName(name: string): number | null {
 }
 
 export const membersKey = (prefix: string) => `${prefix}:{pool}:members`;
-/** Pub/sub channel on which a worker announces that it left or joined the pool (pool.ts). */
+/** Pub/sub channel on which a worker announces that it left or joined the pool (apps/worker, pool/pool.ts). */
 export const poolChangedChannel = (prefix: string) => `${prefix}:{pool}:changed`;
-/** Each worker's last health report (pool.ts), beside the membership. */
+/** Each worker's last health report (apps/worker, pool/membership.ts), beside the membership. */
 export const healthKey = (prefix: string) => `${prefix}:{pool}:health`;
 export const partitionsKey = (prefix: string) => `${prefix}:{pool}:partitions`;
 export const reconcilerLockKey = (prefix: string) => `${prefix}:{pool}:reconciler:lock`;

@@ -11,7 +11,7 @@ import {
 } from '@quest/domain';
 import { PartitionCountMismatch, producerConnection } from './connection.ts';
 import { type JobState, PartitionQueues, type QueueSettings } from './partitions.ts';
-import { liveMembers } from './membership.ts';
+import { liveMembers } from './stats.ts';
 import { ReplyListener, type ReplyWait } from './replies.ts';
 
 /**

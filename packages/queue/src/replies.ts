@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { JobName, JobReply, ReplyAddress } from '@quest/domain';
 import type { Redis } from 'ioredis';
@@ -26,17 +27,8 @@ export function newReplyProcessId(): string {
 /** Entries a reply stream keeps at most (approximately): a reader lagging further loses replies, and falls back. */
 export const REPLY_STREAM_MAXLEN = 10_000;
 
-/**
- * Append only while the stream exists: the API process creates it and keeps it alive with an
- * expiry, so a reply to a process that is gone never re-creates (and leaks) its stream.
- */
-const SEND_SCRIPT = `
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'j', ARGV[2], 'r', ARGV[3])
-  return 1
-end
-return 0
-`;
+/** Append only while the stream exists (send-reply.lua). */
+const SEND_SCRIPT = readFileSync(new URL('./send-reply.lua', import.meta.url), 'utf8');
 
 type ReplyRedis = Redis & { questReply(key: string, maxLen: number, token: string, value: string): Promise<number> };
 
@@ -71,14 +63,14 @@ interface Waiter {
 export interface ReplyListenerOptions {
   redisUrl: string;
   prefix: string;
-  processId?: string;
-  /** The stream expires this long after its process stopped refreshing it (the process died). */
-  ttlMs?: number;
-  /** How often the stream's expiry is refreshed and its existence checked. */
-  checkEveryMs?: number;
-  /** Replies nobody waits for (yet) are kept this long: a reply can arrive before queue.add returns. */
-  unclaimedMs?: number;
 }
+
+/** A reply stream expires this long after its process stopped refreshing it (the process died). */
+const STREAM_TTL_MS = 60_000;
+/** How often the stream's expiry is refreshed and its existence checked. */
+const CHECK_EVERY_MS = 2000;
+/** Replies nobody waits for (yet) are kept this long: a reply can arrive before queue.add returns. */
+const UNCLAIMED_MS = 60_000;
 
 /**
  * The API process's side: its reply stream and the waiters for its jobs. `wait(token)` resolves
@@ -92,8 +84,6 @@ export class ReplyListener {
   private readonly client: Redis;
   private readonly waiters = new Map<string, Waiter[]>();
   private readonly unclaimed = new Map<string, { value: string; at: number }>();
-  private readonly ttlMs: number;
-  private readonly unclaimedMs: number;
   private lastId = '0-0';
   private closed = false;
   private loop: Promise<void> | undefined;
@@ -106,10 +96,8 @@ export class ReplyListener {
   private tokens = 0;
 
   constructor(opts: ReplyListenerOptions) {
-    this.processId = opts.processId ?? newReplyProcessId();
+    this.processId = newReplyProcessId();
     this.key = replyKey(opts.prefix, this.processId);
-    this.ttlMs = opts.ttlMs ?? 60_000;
-    this.unclaimedMs = opts.unclaimedMs ?? 60_000;
     // The blocking reader waits and reconnects forever; the other connection fails fast.
     this.reader = redisConnection(opts.redisUrl, { connectionName: `${opts.prefix}:reply-reader` });
     this.client = redisConnection(opts.redisUrl, {
@@ -121,7 +109,7 @@ export class ReplyListener {
     this.client.on('error', () => {});
     // After a reconnect the stream may be gone (a restarted Redis): check at once, not at the next tick.
     this.client.on('ready', () => void this.check());
-    this.timer = setInterval(() => void this.check(), opts.checkEveryMs ?? 2000);
+    this.timer = setInterval(() => void this.check(), CHECK_EVERY_MS);
     this.timer.unref();
     this.loop = this.read();
   }
@@ -131,13 +119,13 @@ export class ReplyListener {
     if (this.checking || this.closed || this.client.status !== 'ready') return false;
     this.checking = true;
     try {
-      if ((await this.client.pexpire(this.key, this.ttlMs)) === 1) return true;
+      if ((await this.client.pexpire(this.key, STREAM_TTL_MS)) === 1) return true;
       // Missing: first start, or lost (expired while Redis was away, deleted, a failover or restart
       // without it). One key per command, so MULTI is fine on a cluster too.
       await this.client
         .multi()
         .xadd(this.key, 'MAXLEN', '~', String(REPLY_STREAM_MAXLEN), '*', 'hello', this.processId)
-        .pexpire(this.key, this.ttlMs)
+        .pexpire(this.key, STREAM_TTL_MS)
         .exec();
       if (this.started) {
         this.stats.losses++;
@@ -206,7 +194,7 @@ export class ReplyListener {
     const now = Date.now();
     this.unclaimed.set(token, { value, at: now });
     for (const [k, v] of this.unclaimed) {
-      if (v.at > now - this.unclaimedMs && this.unclaimed.size <= 100_000) break;
+      if (v.at > now - UNCLAIMED_MS && this.unclaimed.size <= 100_000) break;
       this.unclaimed.delete(k);
     }
   }

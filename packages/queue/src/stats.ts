@@ -51,6 +51,12 @@ export class QueueStatsReader {
   }
 }
 
+/** Pool members alive now (heartbeat not expired), on Redis's clock. */
+export async function liveMembers(redis: Redis, prefix: string): Promise<number> {
+  const [seconds, micros] = await redis.time();
+  return redis.zcount(membersKey(prefix), Number(seconds) * 1000 + Math.floor(Number(micros) / 1000), '+inf');
+}
+
 /** The pool as Redis holds it, read once (`quest-admin status`, the console's pool view). */
 export interface PoolSnapshot {
   /** The partition count the queues were set up with (the configured one if none is recorded). */

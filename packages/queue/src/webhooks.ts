@@ -1,6 +1,5 @@
-import { type Job, Queue, Worker } from 'bullmq';
+import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { redisConnection } from './connection.ts';
 import { WEBHOOK_QUEUE } from './names.ts';
 
 /**
@@ -25,18 +24,6 @@ export interface DeliveryGroupJob {
 /** A job's data: the group's deliveries. */
 export interface DeliveryJobData {
   deliveries: DeliveryRef[];
-}
-
-/**
- * The id of a job added before deliveries were grouped (one delivery, one attempt): a delivery
- * handed over then has no job id in PostgreSQL, and may still be in Redis under this one.
- */
-export const legacyDeliveryJobId = (d: DeliveryRef) => `dlv-${d.id}-${d.attempt}`;
-
-/** The deliveries of a job's data, whichever shape it was added in (a group, or one delivery before groups). */
-export function deliveriesOf(data: DeliveryJobData | { deliveryId: number; attempt: number }): DeliveryRef[] {
-  if ('deliveries' in data) return data.deliveries;
-  return [{ id: data.deliveryId, attempt: data.attempt }];
 }
 
 export class DeliveryQueue {
@@ -85,42 +72,4 @@ export class DeliveryQueue {
   close(): Promise<void> {
     return this.queue.close();
   }
-}
-
-/** Run `process` for delivery jobs, `concurrency` jobs at a time in this process. */
-export function startDeliveryWorker(opts: {
-  redisUrl: string;
-  prefix: string;
-  concurrency: number;
-  lockDurationMs: number;
-  name: string;
-  process: (job: DeliveryGroupJob) => Promise<void>;
-  logger: { warn(obj: object, msg?: string): void };
-}): { close(): Promise<void> } {
-  const connection = redisConnection(opts.redisUrl);
-  connection.on('error', () => {});
-  const worker = new Worker(
-    WEBHOOK_QUEUE,
-    (job: Job<DeliveryJobData | { deliveryId: number; attempt: number }>) =>
-      opts.process({ jobId: job.id!, deliveries: deliveriesOf(job.data) }),
-    {
-      connection,
-      prefix: opts.prefix,
-      name: opts.name,
-      concurrency: opts.concurrency,
-      lockDuration: opts.lockDurationMs,
-      // A job is moved back to wait on the second stalled check that finds it unlocked: with
-      // BullMQ's default 30 s interval, a killed worker's deliveries waited up to a minute beyond
-      // their lock (the fault suite's SIGKILL scenario saw them unrecorded 60 s after its load).
-      stalledInterval: opts.lockDurationMs,
-      maxStalledCount: 10,
-    },
-  );
-  worker.on('error', (err) => opts.logger.warn({ err }, 'delivery worker error'));
-  return {
-    async close() {
-      await worker.close();
-      connection.disconnect();
-    },
-  };
 }

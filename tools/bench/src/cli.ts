@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { Command, Option } from 'commander';
 import { REPO_ROOT } from '@quest/testing/processes';
-import { loadWorkerConfig } from '../../../apps/worker/src/env.ts';
+import { loadWorkerConfig } from '@quest/worker/env';
 import { type BenchConfig, benchConfig, SCENARIOS, type ScenarioName } from './config.ts';
 
 /** `npm run bench -- [options]`: the command line, parsed into the options, the scenarios to run and their config. */

@@ -6,7 +6,7 @@ import { migrate } from '@quest/db/migrate';
 import { DEFAULT_RETRY_SCHEDULE, encryptSecret, newId, newWebhookSecret } from '@quest/domain';
 import type { DeliveryGroupJob } from '@quest/queue';
 import { startPostgres } from '@quest/testing/postgres';
-import { type DeliverDeps, deliverGroup, Limiter, SignerCache } from '../../../apps/worker/src/webhooks/deliver.ts';
+import { type DeliverDeps, deliverGroup, Limiter, SignerCache } from '@quest/worker/webhooks/deliver';
 import { clusterCpuSeconds, cpuSeconds } from './probes/cpu.ts';
 import { seedOwner } from './seed.ts';
 

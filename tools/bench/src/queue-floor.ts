@@ -4,14 +4,8 @@ import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
 import type { Redis } from 'ioredis';
 import postgres from 'postgres';
-import {
-  createAllocator,
-  deleteKeysWithPrefix,
-  PartitionPool,
-  producerConnection,
-  ReplySender,
-  redisConnection,
-} from '@quest/queue';
+import { createAllocator, deleteKeysWithPrefix, producerConnection, ReplySender, redisConnection } from '@quest/queue';
+import { PartitionPool } from '@quest/worker/pool';
 import { cpuSeconds } from './probes/cpu.ts';
 import { formatValue, markdownTable, percentile } from './stats.ts';
 
@@ -43,7 +37,7 @@ async function runWorker(prefix: string) {
   const replies = new ReplySender(producerConnection(opts.redisUrl), prefix);
   const logger = { info() {}, warn() {}, error: (o: object, m?: string) => console.error(m, o) };
   const pool = new PartitionPool({
-    redisUrl: opts.redisUrl,
+    connection: redisConnection(opts.redisUrl),
     prefix,
     partitions: PARTITIONS,
     memberId: `floor-${process.pid}`,

@@ -8,7 +8,7 @@ import {
   type StoredEvent,
 } from '@quest/db';
 import { decryptSecret, eventView, type RetrySchedule, retryDelayMs, withinRetryWindow } from '@quest/domain';
-import { type DeliveryGroupJob, legacyDeliveryJobId } from '@quest/queue';
+import type { DeliveryGroupJob } from '@quest/queue';
 import { Webhook } from 'standardwebhooks';
 import { deliveries, deliveryLagSeconds } from '../metrics.ts';
 import { type SendOptions, sendWebhook } from './send.ts';
@@ -118,9 +118,7 @@ export function signatureHeader(signers: readonly Webhook[], msgId: string, at: 
 
 /** Whether this job carries the delivery's current attempt (see claimDueDeliveries). */
 function carries(work: DeliveryWork, job: DeliveryGroupJob, attempt: number): boolean {
-  if (work.status !== 'pending' || work.attempts !== attempt - 1) return false;
-  // A job added before deliveries were grouped names one delivery; its row names no job.
-  return work.jobId === null ? job.jobId === legacyDeliveryJobId({ id: work.id, attempt }) : work.jobId === job.jobId;
+  return work.status === 'pending' && work.attempts === attempt - 1 && work.jobId === job.jobId;
 }
 
 /**

@@ -9,8 +9,7 @@ import {
   JOBS,
   replyAddressSchema,
 } from '@quest/domain';
-import { partitionOfQueueName } from './names.ts';
-import type { ReplySender } from './replies.ts';
+import { partitionOfQueueName, type ReplySender } from '@quest/queue';
 
 export interface ConsumerLogger {
   warn(obj: object, msg?: string): void;
@@ -51,7 +50,7 @@ export function jobProcessor(handlers: JobHandlers, deps: { replies?: ReplySende
       reply(job, { ok: true, result } as JobReply<JobName>);
       return result;
     } catch (error) {
-      // Abandoned: the partition's consumer (partition-consumers.ts) takes it from here; no reply.
+      // Abandoned: the partition's consumer (consumer.ts) takes it from here; no reply.
       if (error instanceof JobAbandoned) throw error;
       // The job fails in BullMQ: say so at once rather than let the waiter time out.
       reply(job, { ok: false, reason: error instanceof Error ? error.message : String(error) });
