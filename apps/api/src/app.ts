@@ -117,6 +117,7 @@ export async function buildApp(config: ApiConfig, given: ApiDeps): Promise<Fasti
     dbPoolMax: config.DATABASE_POOL_MAX,
     sampleMs: config.METRICS_SAMPLE_MS,
   });
+  const { ownerItems, authFailures } = await registerRateLimits(app, config, given.redis);
   if (config.ADMIN_TOKEN) {
     await app.register(queueConsole, {
       token: config.ADMIN_TOKEN,
@@ -124,9 +125,9 @@ export async function buildApp(config: ApiConfig, given: ApiDeps): Promise<Fasti
       queuePrefix: config.QUEUE_PREFIX,
       partitions: config.QUEUE_PARTITIONS,
       allowActions: config.ADMIN_QUEUE_ACTIONS,
+      authFailures,
     });
   }
-  const { ownerItems, authFailures } = await registerRateLimits(app, config, given.redis);
   const { sql, allocator, idempotency } = given;
   const commands = new CommandBoundary({
     sql,

@@ -10,6 +10,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError } from '@quest/domain';
 import { partitionQueueName, redisConnection, WEBHOOK_QUEUE } from '@quest/queue';
 import { mapError, sendError } from './errors.ts';
+import type { AuthFailureLimit } from './rate-limits.ts';
 
 export const QUEUE_CONSOLE_PATH = '/admin/queues';
 
@@ -21,6 +22,8 @@ export interface QueueConsoleOptions {
   partitions: number;
   /** Let the operator retry, promote, clean and remove jobs; read-only otherwise. */
   allowActions: boolean;
+  /** The failed-authentication limit the API keys and the console's sign-in count against too. */
+  authFailures: AuthFailureLimit;
 }
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
@@ -87,7 +90,17 @@ export const queueConsole: FastifyPluginAsync<QueueConsoleOptions> = async (app,
   const expected = digest(opts.token);
   app.addHook('onRequest', async (request, reply) => {
     const token = presentedToken(request.headers.authorization);
+    if (token !== undefined) {
+      // Thrown as RATE_LIMITED once the address has failed too often; answered here (see refuse).
+      const limited = await opts.authFailures.check(request, reply).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      if (limited) return sendError(request, reply, mapError(limited));
+    }
     if (token === undefined || !timingSafeEqual(digest(token), expected)) {
+      // A wrong token counts as a failed authentication; none at all is a browser before its prompt.
+      if (token !== undefined) await opts.authFailures.add(request);
       reply.header('www-authenticate', 'Basic realm="quest-admin", charset="UTF-8"');
       return refuse(request, reply, new DomainError('ADMIN_TOKEN_INVALID'));
     }

@@ -34,6 +34,41 @@ describe('the queue console at /admin/queues', () => {
     }
   });
 
+  it('counts wrong tokens as failed authentications: past the limit even the right one is refused 429', async () => {
+    const limited = await startTestApp({
+      db: withConsole.db,
+      env: {
+        REDIS_URL: redis.url,
+        QUEUE_PREFIX: `${redis.prefix}_limited`,
+        ADMIN_TOKEN: TOKEN,
+        RATE_LIMIT_AUTH_FAILURES_MAX: '3',
+      },
+    });
+    try {
+      const get = (authorization?: string) =>
+        limited.app.inject({
+          url: '/admin/queues/api/queues',
+          remoteAddress: '10.9.8.7',
+          headers: authorization ? { authorization } : {},
+        });
+      // No token at all (a browser before its login prompt) is not a failed authentication.
+      for (let i = 0; i < 4; i++) expect((await get()).statusCode).toBe(401);
+      for (const wrong of [`Bearer ${TOKEN}x`, basic('nope'), 'Bearer guess']) expect((await get(wrong)).statusCode).toBe(401);
+      const refused = await get(`Bearer ${TOKEN}`);
+      expect([refused.statusCode, refused.json().code]).toEqual([429, 'RATE_LIMITED']);
+      expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+      // Another address is not affected.
+      const other = await limited.app.inject({
+        url: '/admin/queues/api/queues',
+        remoteAddress: '10.9.8.6',
+        headers: { authorization: `Bearer ${TOKEN}` },
+      });
+      expect(other.statusCode).toBe(200);
+    } finally {
+      await limited.close();
+    }
+  });
+
   it('lists the 16 partition queues and the webhook delivery queue, read-only, with the token (Bearer or Basic)', async () => {
     const page = await withConsole.app.inject({ url: '/admin/queues', headers: { authorization: basic(TOKEN) } });
     expect(page.statusCode).toBe(200);
