@@ -24,7 +24,7 @@ const WRITERS = [
   'recordPendingRequest',
 ];
 const SUBMITS = /\.(allocate|runBatch)\(/;
-const BOUNDARY = ['commands/', 'services/requests.ts'];
+const BOUNDARY = ['commands/'];
 
 async function sources(dir: string): Promise<string[]> {
   const entries = await readdir(dir, { withFileTypes: true, recursive: true });

@@ -21,6 +21,10 @@ export const success = <B>(status: 200 | 202, body: B, headers: AnswerHeaders = 
 
 export const refusal = (error: DomainError, headers: AnswerHeaders = {}): Answer<never> => ({ ok: false, error, headers });
 
+/** `Idempotent-Replayed: true` on an answer that replays an earlier outcome for the client's key. */
+export const replayedHeaders = (replayed: boolean | undefined): AnswerHeaders =>
+  replayed ? { 'idempotent-replayed': 'true' } : {};
+
 /** The body of a successful answer; a refusal is thrown as its error (the caller's error handler renders it). */
 export function bodyOf<B>(answer: Answer<B>): { status: 200 | 202; body: B } {
   if (!answer.ok) throw answer.error;

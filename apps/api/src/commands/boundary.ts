@@ -4,7 +4,7 @@ import type { z } from 'zod';
 import type { FeatureFlagCache } from '../flags.ts';
 import type { OwnerItemLimit } from '../rate-limits.ts';
 import type { IdempotencyGuard } from '../services/idempotency.ts';
-import { RequestPipeline } from '../services/requests.ts';
+import { RequestPipeline } from './pipeline.ts';
 import type { Answer } from './answer.ts';
 import { batchCommand } from './batch.ts';
 import type { Caller } from './caller.ts';

@@ -1,38 +1,21 @@
-import { getReversalStatus, questHasPayout, type Sql } from '@quest/db';
-import { DomainError, type RequestOutcome, type ReversalItem, type ReversalView } from '@quest/domain';
+import { questHasPayout, type Sql } from '@quest/db';
+import { DomainError, type ReversalItem, type ReversalView } from '@quest/domain';
 import { countReversal } from '../metrics.ts';
 import type { ReversalStatusView } from '../schemas/reversals.ts';
-import { RequestPipeline, type SettledFor } from '../services/requests.ts';
-import { type Answer, refusal, success } from './answer.ts';
+import { RequestPipeline, type SettledFor } from './pipeline.ts';
+import { type Answer, refusal, replayedHeaders, success } from './answer.ts';
 import type { Command } from './command.ts';
 import { reverseInput } from './inputs.ts';
 
 export type ReversalBody = { reversal: ReversalView } | { reversal: ReversalStatusView };
 
-/** A reversal's outcome the database holds, as the worker would have answered it; undefined while undecided. */
-async function storedReversal(sql: Sql, questId: number, key: string): Promise<RequestOutcome | undefined> {
-  const status = await getReversalStatus(sql, questId, key);
-  switch (status?.status) {
-    case 'completed':
-      return { status: 'reversed', reversal: status.reversal };
-    case 'rejected':
-      return { status: 'rejected', code: status.code };
-    case 'failed':
-      return { status: 'failed', code: 'ALLOCATION_FAILED' };
-    default:
-      return undefined;
-  }
-}
-
-const REPLAYED = { 'idempotent-replayed': 'true' } as const;
-
 /** The one translation of a reversal's outcome: 200 reversal, 400 rejection, 503 failed, 202 pending. */
 function reversalAnswer(settled: SettledFor<ReversalItem>, item: ReversalItem): Answer<ReversalBody> {
   switch (settled.status) {
     case 'reversed':
-      return success(200, { reversal: settled.reversal }, settled.replayed ? REPLAYED : {});
+      return success(200, { reversal: settled.reversal }, replayedHeaders(settled.replayed));
     case 'rejected':
-      return refusal(new DomainError(settled.code), settled.replayed ? REPLAYED : {});
+      return refusal(new DomainError(settled.code), replayedHeaders(settled.replayed));
     case 'failed':
       return refusal(new DomainError('REVERSAL_FAILED'));
     case 'pending': {
@@ -71,7 +54,6 @@ export function reverseCommand(deps: { sql: Sql; pipeline: RequestPipeline }): C
         idempotencyKey,
         // One JSON array: an absent field and an empty reason stay different bodies.
         body: [JSON.stringify([payoutId, points ?? null, reason ?? null])],
-        stored: storedReversal,
       });
       countReversal(settled);
       return reversalAnswer(settled, item);

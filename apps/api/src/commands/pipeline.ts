@@ -1,7 +1,8 @@
-import { recordPendingRequest, type Sql } from '@quest/db';
+import { getAllocationStatus, getReversalStatus, recordPendingRequest, type Sql } from '@quest/db';
 import {
   type AllocationItem,
   idempotentRequestKey,
+  isReversalItem,
   newId,
   type RequestItem,
   type RequestOutcome,
@@ -9,7 +10,7 @@ import {
 } from '@quest/domain';
 import type { Allocator, Delivery } from '@quest/queue';
 import { countReplyFallback } from '../metrics.ts';
-import { IdempotencyGuard } from './idempotency.ts';
+import { IdempotencyGuard } from '../services/idempotency.ts';
 
 /**
  * The API side of one single request — an allocation or a reversal — shared by their commands:
@@ -42,9 +43,22 @@ export interface RequestSubmission<I extends RequestItem> {
   idempotencyKey: string | undefined;
   /** The body's meaningful fields, in a canonical order: the same key with another body is refused. */
   body: readonly (string | number)[];
-  /** The outcome the database holds for the key, as a worker would have answered it; undefined while undecided. */
-  stored: (sql: Sql, questId: number, key: string) => Promise<RequestOutcome | undefined>;
 }
+
+/** The outcome the database holds for an item, as a worker would have answered it; undefined while undecided. */
+async function storedOutcome(sql: Sql, item: RequestItem): Promise<RequestOutcome | undefined> {
+  if (isReversalItem(item)) {
+    const status = await getReversalStatus(sql, item.questId, item.key);
+    if (status?.status === 'completed') return { status: 'reversed', reversal: status.reversal };
+    return status?.status === 'rejected' ? { status: 'rejected', code: status.code } : failedOrUndecided(status?.status);
+  }
+  const status = await getAllocationStatus(sql, item.questId, item.key);
+  if (status?.status === 'completed') return { status: 'completed', payout: status.payout };
+  return status?.status === 'rejected' ? { status: 'rejected', code: status.code } : failedOrUndecided(status?.status);
+}
+
+const failedOrUndecided = (status: string | undefined): RequestOutcome | undefined =>
+  status === 'failed' ? { status: 'failed', code: 'ALLOCATION_FAILED' } : undefined;
 
 /** The status an outcome of this item's kind may not have: the one check that the worker answered the right kind. */
 const FOREIGN_STATUS = { allocation: 'reversed', reversal: 'completed' } as const;
@@ -59,11 +73,11 @@ export class RequestPipeline {
 
   submit(submission: RequestSubmission<AllocationItem>): Promise<SettledFor<AllocationItem>>;
   submit(submission: RequestSubmission<ReversalItem>): Promise<SettledFor<ReversalItem>>;
-  async submit({ item, idempotencyKey, body, stored }: RequestSubmission<RequestItem>): Promise<Settled> {
+  async submit({ item, idempotencyKey, body }: RequestSubmission<RequestItem>): Promise<Settled> {
     const { sql, allocator, idempotency } = this.deps;
     if (idempotencyKey && idempotency) await idempotency.claim(item.key, IdempotencyGuard.digest(body));
     const delivery = await allocator.allocate(item);
-    const outcome = await this.settle(item, delivery, stored);
+    const outcome = await this.settle(item, delivery);
     if (outcome === undefined) {
       const enqueuedAt = delivery.kind === 'undecided' ? delivery.enqueuedAt : Date.now();
       const jobId = delivery.kind === 'undecided' ? delivery.jobId : undefined;
@@ -84,11 +98,7 @@ export class RequestPipeline {
    * The decision as far as it is known: the reply's, or — when none came — the database's if the
    * job finished or is gone (its reply was lost; the row is the truth); undefined while undecided.
    */
-  private async settle(
-    item: RequestItem,
-    delivery: Delivery,
-    stored: RequestSubmission<RequestItem>['stored'],
-  ): Promise<RequestOutcome | undefined> {
+  private async settle(item: RequestItem, delivery: Delivery): Promise<RequestOutcome | undefined> {
     switch (delivery.kind) {
       case 'decided':
         return delivery.outcome;
@@ -96,7 +106,7 @@ export class RequestPipeline {
         return { status: 'failed', code: 'ALLOCATION_FAILED' };
       case 'undecided': {
         const finished = delivery.job === 'completed' || delivery.job === 'unknown';
-        const found = finished ? await stored(this.deps.sql, item.questId, item.key).catch(() => undefined) : undefined;
+        const found = finished ? await storedOutcome(this.deps.sql, item).catch(() => undefined) : undefined;
         countReplyFallback({ reason: delivery.reason, items: 1, decided: found ? 1 : 0 });
         return found;
       }
