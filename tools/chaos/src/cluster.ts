@@ -13,7 +13,13 @@ import { type PrivateRedis, startRedis } from '@quest/testing/redis';
 import { createAccounts, createQuests, randomAddress } from '@quest/testing/seed';
 import { startTcpFaultProxy, type TcpFaultProxy } from '@quest/testing/tcp-proxy';
 import { ownedPartitions, poolUnsettled } from '@quest/testing/workers';
-import type { ChaosWebhooks } from './webhooks.ts';
+import type { WebhookReceiver } from '@quest/testing/webhooks';
+
+/** The verifying receiver a webhook scenario subscribes (webhooks.ts), and its endpoint's id. */
+export interface ChaosWebhooks {
+  receiver: WebhookReceiver;
+  endpointId: string;
+}
 
 /**
  * One whole service on private servers: PostgreSQL, Redis, the real API process on a fixed free

@@ -6,7 +6,7 @@ import { formatAvailability, measureAvailability } from './availability.ts';
 import { Cluster } from './cluster.ts';
 import { checkInvariants } from './invariants.ts';
 import { answerCounts, Load, type Op } from './load.ts';
-import { type Scenario, sleep } from './scenario.ts';
+import { type LoadProfile, type Scenario, sleep } from './scenario.ts';
 import { checkWebhooks, subscribe } from './webhooks.ts';
 
 /**
@@ -21,16 +21,6 @@ export const RESOLVE_BOUND_MS = 45_000;
 export const CREDIT_BOUND_MS = 90_000;
 /** The service answers /readyz 200 and the pool re-forms within this long after the load. */
 export const HEALTH_BOUND_MS = 30_000;
-
-export interface LoadProfile {
-  clients: number;
-  /** Load before the fault, and after the fault was injected. */
-  warmupMs: number;
-  afterMs: number;
-  creditRows: number;
-  /** How long an outage the scenario controls lasts (the webhook receiver down). */
-  outageMs: number;
-}
 
 export const FULL_LOAD: LoadProfile = { clients: 16, warmupMs: 2_000, afterMs: 4_000, creditRows: 400, outageMs: 60_000 };
 export const SMALL_LOAD: LoadProfile = { clients: 6, warmupMs: 1_000, afterMs: 2_000, creditRows: 100, outageMs: 10_000 };

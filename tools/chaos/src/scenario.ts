@@ -1,5 +1,15 @@
 import type { Cluster, Proc } from './cluster.ts';
-import type { LoadProfile } from './run.ts';
+
+/** How hard the clients load the service, and for how long. */
+export interface LoadProfile {
+  clients: number;
+  /** Load before the fault, and after the fault was injected. */
+  warmupMs: number;
+  afterMs: number;
+  creditRows: number;
+  /** How long an outage the scenario controls lasts (the webhook receiver down). */
+  outageMs: number;
+}
 
 /** One fault of the suite: the service it runs on, and how the fault is injected while clients load it. */
 export interface Scenario {

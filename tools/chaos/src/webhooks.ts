@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { WEBHOOK_QUEUE } from '@quest/queue';
-import { startWebhookReceiver, type WebhookReceiver } from '@quest/testing/webhooks';
-import type { Cluster } from './cluster.ts';
+import { startWebhookReceiver } from '@quest/testing/webhooks';
+import type { ChaosWebhooks, Cluster } from './cluster.ts';
 import { sleep } from './scenario.ts';
 
 /**
@@ -28,11 +28,6 @@ export function webhookEnv(): Record<string, string> {
 
 /** Every event delivered within this long after the load's requests were decided. */
 export const DELIVERY_BOUND_MS = 60_000;
-
-export interface ChaosWebhooks {
-  receiver: WebhookReceiver;
-  endpointId: string;
-}
 
 /** Start the receiver and subscribe it to every event of the cluster's owner. */
 export async function subscribe(c: Cluster, opts: { delayMs?: number } = {}): Promise<ChaosWebhooks> {

@@ -1,6 +1,6 @@
 import type { ProxyFault } from '@quest/testing/tcp-proxy';
 import type { Cluster } from '../cluster.ts';
-import type { LoadProfile } from '../run.ts';
+import type { LoadProfile } from '../scenario.ts';
 import { type Scenario, sleep } from '../scenario.ts';
 
 /**
