@@ -22,6 +22,7 @@ import {
 } from './args.ts';
 import { registerCreditCommand } from './credit/command.ts';
 import { registerPayoutsCommand } from './reverse/command.ts';
+import { registerRestoreCommand } from './restore/command.ts';
 import type { CommandOutput, Context } from './context.ts';
 
 /**
@@ -242,6 +243,7 @@ export function buildProgram(ctx: Context, emit: (output: CommandOutput) => void
 
   registerCreditCommand(program, ctx, run);
   registerPayoutsCommand(program, ctx, run);
+  registerRestoreCommand(program, ctx, run);
 
   const webhooks = program.command('webhooks').description("Owners' webhook endpoints: list, delivery logs, replays");
   webhooks
