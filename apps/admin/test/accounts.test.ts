@@ -68,7 +68,8 @@ describe('quest-admin account import', () => {
     const existing = `0x${randomHex()}`;
     expect((await cli('account', 'create', '--pass', existing)).code).toBe(0);
     const fresh = Array.from({ length: 4 }, () => `0x${randomHex()}`);
-    // BOM, CRLF, an extra column, a blank line, quotes, case variants of one address, two invalid rows.
+    // BOM, CRLF, an extra column, quotes, case variants of one address, three invalid rows (a blank
+    // line between rows is one: every line after the header is a row).
     const content = [
       '\uFEFFpass,note',
       `${fresh[0]},first`,
@@ -87,9 +88,10 @@ describe('quest-admin account import', () => {
     expect(jsonOf(result)).toEqual({
       created: 4,
       skipped: 2,
-      invalid: 2,
+      invalid: 3,
       invalidRows: [
         { line: 4, value: 'not-an-address' },
+        { line: 5, value: '' },
         { line: 9, value: '0x1234' },
       ],
     });
@@ -129,13 +131,15 @@ describe('quest-admin account import', () => {
     expect(jsonOf(again)).toEqual({ created: 0, skipped: addresses.length, invalid: 0, invalidRows: [] });
   });
 
-  it('reports a missing file, a file without a pass header, and an empty file as errors', async () => {
+  it('reports a missing file, a file without a pass (or address) header, and an empty file as errors', async () => {
     const missing = await cli('account', 'import', '--file', join(dir, 'nope.csv'), '--json');
     expectFailure(missing, 'nope.csv');
     expect(jsonOf(missing).error.code).toBe('FILE_NOT_READABLE');
 
-    const header = await cli('account', 'import', '--file', await csvFile('header.csv', `address\n0x${randomHex()}\n`));
-    expectFailure(header, '"pass" column');
+    const header = await cli('account', 'import', '--file', await csvFile('header.csv', `wallet\n0x${randomHex()}\n`));
+    expectFailure(header, 'line 1 must be the header naming the column "pass" (or "address")');
+    const headless = await cli('account', 'import', '--file', await csvFile('headless.csv', `0x${randomHex()}\n`));
+    expectFailure(headless, 'line 1 must be the header');
 
     const empty = await cli('account', 'import', '--file', await csvFile('empty.csv', ''), '--json');
     expectFailure(empty, 'empty');

@@ -1,6 +1,6 @@
 import { type BatchInfo, CreditBatchError, createQuestClient, DEFAULT_RETRY, type QuestError } from '@quest/client';
 import { CliError, type CommandOutput, type Context, EXIT } from '../context.ts';
-import { type CreditCsvRow, fileSha256 as sha256OfFile, openCreditCsv } from '../csv.ts';
+import { type CreditCsvRow, countCreditRows, fileSha256 as sha256OfFile, openCreditCsv } from '../csv.ts';
 import { FailedRowsFile } from '../credit/failed-rows.ts';
 import { creditKeyPrefix } from '../credit/keys.ts';
 import { formatDuration, Progress, type ProgressState } from '../credit/progress.ts';
@@ -34,6 +34,8 @@ export interface CreditOptions {
   key: string;
   file: string;
   batchSize: number;
+  /** Whether --batch-size was typed (else it is the default): the hints repeat only what was typed. */
+  batchSizeGiven: boolean;
   /** Batches in flight (accepted by the service, results not yet collected). */
   concurrency: number;
   baseUrl?: string;
@@ -127,7 +129,8 @@ export async function creditCommand(ctx: Context, opts: CreditOptions): Promise<
   } catch (e) {
     // Nothing sent: a plain command failure (unreadable file, malformed header), reported by the runner.
     if (e instanceof CliError && tally.batches === 0 && tally.rows === 0) throw e;
-    error = toStop(signal.aborted ? signal.reason : e, tally.batches, acceptedBatches, opts);
+    const validRows = await validRowsPastFirstBatch(e, opts.file);
+    error = toStop(signal.aborted ? signal.reason : e, tally.batches, acceptedBatches, { ...opts, validRows });
   } finally {
     progress.stop();
     release();
@@ -137,6 +140,7 @@ export async function creditCommand(ctx: Context, opts: CreditOptions): Promise<
     quest: opts.quest,
     file: opts.file,
     batchSize: opts.batchSize,
+    batchSizeGiven: opts.batchSizeGiven,
     tally,
     failedFile: await failedFile.close(),
     elapsedMs: Date.now() - started,
@@ -147,11 +151,25 @@ export async function creditCommand(ctx: Context, opts: CreditOptions): Promise<
   return { json: summaryJson(summary), text: summaryText(summary), exitCode };
 }
 
+type StopOptions = CreditOptions & { validRows: number | undefined };
+
+/**
+ * When batch 1 is refused as credited before with other rows (IDEMPOTENCY_KEY_REUSED, the rows the
+ * service recorded in `details.total`): the file's valid rows, counted up to one past that many, for
+ * firstRunSize to tell whether that batch was cut by a --batch-size or held the whole file.
+ */
+async function validRowsPastFirstBatch(e: unknown, file: string): Promise<number | undefined> {
+  if (!(e instanceof CreditBatchError) || e.code !== 'IDEMPOTENCY_KEY_REUSED' || e.batch.index !== 0) return undefined;
+  const total = (e.details as { total?: unknown } | null | undefined)?.total;
+  if (typeof total !== 'number' || !Number.isSafeInteger(total) || total < 1) return undefined;
+  return countCreditRows(file, total + 1).catch(() => undefined);
+}
+
 /** Why one batch could not be credited, in the operator's terms. */
-function batchStop(e: QuestError, batch: BatchInfo<CreditCsvRow>, opts: CreditOptions): CreditStop {
+function batchStop(e: QuestError, batch: BatchInfo<CreditCsvRow>, opts: StopOptions): CreditStop {
   const label = batchLabel(batch);
   if (e.status !== undefined && e.status < 500 && !e.retryable)
-    return refusalStop(e, batch, { questId: opts.quest, batchSize: opts.batchSize });
+    return refusalStop(e, batch, { questId: opts.quest, batchSize: opts.batchSize, validRows: opts.validRows });
   switch (e.code) {
     case 'STALLED':
       return new CreditStop('STALLED', `${label}: ${e.message}; giving up (re-run the same command to finish it)`);
@@ -165,7 +183,7 @@ function batchStop(e: QuestError, batch: BatchInfo<CreditCsvRow>, opts: CreditOp
   }
 }
 
-function toStop(e: unknown, recorded: number, accepted: number, opts: CreditOptions): CreditStop {
+function toStop(e: unknown, recorded: number, accepted: number, opts: StopOptions): CreditStop {
   if (e instanceof CreditStop) return e;
   if (e instanceof CreditBatchError) return batchStop(e, e.batch as BatchInfo<CreditCsvRow>, opts);
   if (e instanceof Interrupted) {

@@ -60,7 +60,11 @@ export function registerCreditCommand(
       'after',
       `\nExit status:\n  0  every row credited (by this run, or replayed from an earlier one)\n  ${EXIT.rowsNotCredited}  finished, but rows were not credited: they are in <file>.failed.csv with their codes\n  ${EXIT.failed}  stopped before the end; the last line says whether running the same command again finishes it\n  ${EXIT.usage}  usage error`,
     )
-    .action((opts: CreditOptions) => run(async () => (await import('../commands/credit.ts')).creditCommand(ctx, opts)));
+    .action((opts: Omit<CreditOptions, 'batchSizeGiven'>, command: Command) => {
+      // The hints repeat --batch-size only when the operator typed it (commander knows where a value came from).
+      const batchSizeGiven = command.getOptionValueSource('batchSize') === 'cli';
+      return run(async () => (await import('../commands/credit.ts')).creditCommand(ctx, { ...opts, batchSizeGiven }));
+    });
 }
 
 /** Where the default API address comes from, as the help tells it: the value in force, not a constant. */

@@ -2,21 +2,13 @@ import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
 import { rename, unlink } from 'node:fs/promises';
 import { finished } from 'node:stream/promises';
+import { FAILED_ROW_COLUMNS, type FailedRow, failedRowCells } from '@quest/csv';
 import { stringify } from 'csv-stringify';
-
-/** A row that was not credited, as the failed-rows CSV lists it (the cells as in the input file). */
-export interface FailedRow {
-  line: number;
-  address: string;
-  points: string;
-  code: string;
-}
-
-const CREDIT_COLUMNS = ['line', 'address', 'points', 'code'] as const;
 
 /**
  * `<input>.failed.csv`, written through a temporary file and renamed at the end of the run. Its
- * columns are the credit's (line, address, points, code) unless others are given (`writeCells`).
+ * columns are the credit's (FAILED_ROW_COLUMNS of @quest/csv: line, address, points, code, reason)
+ * unless others are given (`writeCells`).
  */
 export class FailedRowsFile {
   private stringifier: ReturnType<typeof stringify> | undefined;
@@ -25,13 +17,13 @@ export class FailedRowsFile {
 
   constructor(
     readonly path: string,
-    private readonly columns: readonly string[] = CREDIT_COLUMNS,
+    private readonly columns: readonly string[] = FAILED_ROW_COLUMNS,
   ) {
     this.tmpPath = `${path}.tmp`;
   }
 
   async write(rows: readonly FailedRow[]): Promise<void> {
-    await this.writeCells(rows.map((row) => [row.line, row.address, row.points, row.code]));
+    await this.writeCells(rows.map(failedRowCells));
   }
 
   /** Rows as cells, in the order of the file's columns. */

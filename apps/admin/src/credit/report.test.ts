@@ -14,6 +14,7 @@ import {
 } from './report.ts';
 
 const A = `0x${'ab'.repeat(20)}`;
+const PAYOUT = { id: 'pay_1', amount: 1, created_at: '2026-01-01T00:00:00.000Z', account: { pass: A } };
 const items = (n: number, firstLine = 2): CreditCsvRow[] =>
   Array.from({ length: n }, (_, i) => ({ line: firstLine + i, address: A, points: '1' }));
 const batchOf = (index: number, rows: CreditCsvRow[]): BatchInfo<CreditCsvRow> => ({ index, idempotencyKey: `k:${index}`, rows });
@@ -24,7 +25,7 @@ const report = (
   overrides: Record<number, CreditRowResult<CreditCsvRow>> = {},
 ): CreditBatchReport<CreditCsvRow> => ({
   batch: batchOf(0, rows),
-  results: rows.map((row, k) => overrides[k] ?? { row, status: 'credited' as const, payout: undefined, replayed: k < replayed }),
+  results: rows.map((row, k) => overrides[k] ?? { row, status: 'credited' as const, payout: PAYOUT, replayed: k < replayed }),
   state: { version: 1, questId: 7, keyPrefix: 'k', batchSize: 1000, rowsDone: 0, batchesDone: 0 },
 });
 
@@ -32,6 +33,7 @@ const summary = (tally: Tally, extra: Partial<Summary> = {}): Summary => ({
   quest: 7,
   file: 'credits.csv',
   batchSize: 1000,
+  batchSizeGiven: true,
   tally,
   failedFile: null,
   elapsedMs: 2000,
@@ -55,7 +57,7 @@ describe('replayed vs newly credited', () => {
       failed: 1,
       rows: 10,
     });
-    expect(rejected).toEqual([{ line: 9, address: A, points: '1', code: 'ACCOUNT_NOT_FOUND' }]);
+    expect(rejected).toEqual([{ line: 9, address: A, points: '1', code: 'ACCOUNT_NOT_FOUND', reason: 'no' }]);
   });
 
   it('a re-run that credits nothing says so, in text and JSON', () => {
@@ -73,7 +75,7 @@ describe('replayed vs newly credited', () => {
     const failed = t.addReport(
       report(rows, 0, { 1: { row: rows[1]!, status: 'rejected', code: 'ACCOUNT_NOT_FOUND', message: 'no', replayed: false } }),
     );
-    expect(failed).toEqual([{ line: 3, address: A, points: '1', code: 'ACCOUNT_NOT_FOUND' }]);
+    expect(failed).toEqual([{ line: 3, address: A, points: '1', code: 'ACCOUNT_NOT_FOUND', reason: 'no' }]);
     const s = summary(t, { failedFile: 'credits.csv.failed.csv' });
     expect(summaryText(s)).toMatch(/^Credited credits\.csv to quest 7, except 1 row \(see credits\.csv\.failed\.csv\)\n/);
     expect(closingHint(s)).toMatch(
@@ -88,6 +90,44 @@ describe('replayed vs newly credited', () => {
     expect(summaryText(summary(none))).toMatch(
       /^Nothing credited: none of the 3 rows of credits\.csv could be credited to quest 7\n/,
     );
+  });
+
+  it("every row not credited has its reason beside its file line: the reader's for a refused row, the service's for a rejected one", () => {
+    const t = new Tally();
+    const rows = items(2);
+    const bad: CreditCsvRow = {
+      line: 8,
+      address: '',
+      points: '1',
+      cells: { address: 'oops', points: '1' },
+      reason: 'the address is not 0x followed by 40 hexadecimal digits',
+    };
+    const failed = t.addReport({
+      ...report(rows, 0),
+      results: [
+        {
+          row: rows[0]!,
+          status: 'rejected',
+          code: 'ACCOUNT_NOT_FOUND',
+          message: 'No account exists for this pass address.',
+          replayed: false,
+        },
+        { row: rows[1]!, status: 'credited', payout: PAYOUT, replayed: false },
+        { row: bad, status: 'invalid', reason: 'address must be 0x followed by 40 hexadecimal digits' },
+        { row: { line: 9, address: A, points: '1.5' }, status: 'invalid', reason: 'points must be a positive integer' },
+      ],
+    });
+    expect(failed).toEqual([
+      { line: 2, address: A, points: '1', code: 'ACCOUNT_NOT_FOUND', reason: 'No account exists for this pass address.' },
+      {
+        line: 8,
+        address: 'oops',
+        points: '1',
+        code: 'INVALID_ROW',
+        reason: 'the address is not 0x followed by 40 hexadecimal digits',
+      },
+      { line: 9, address: A, points: '1.5', code: 'INVALID_ROW', reason: 'points must be a positive integer' },
+    ]);
   });
 
   it('a first run reads as credited', () => {
@@ -107,21 +147,47 @@ describe('--batch-size guidance: one story', () => {
     refused(400, 'IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was already used with a different request body.', details);
 
   it('a refused batch 1 names the size the file was first credited with, and the closing hint names the same one', () => {
-    const stop = refusalStop(reused({ total: 5000 }), batchOf(0, items(999)), { questId: 7, batchSize: 999 });
+    const stop = refusalStop(reused({ total: 2500 }), batchOf(0, items(999)), { questId: 7, batchSize: 999 });
     expect(stop.code).toBe('IDEMPOTENCY_KEY_REUSED');
-    expect(stop.batchSize).toBe(5000);
+    expect(stop.firstRun).toEqual({ size: 2500, typed: true });
     expect(stop.message).toMatch(/^batch 1 \(CSV lines 2–1,000\) was refused with 400 IDEMPOTENCY_KEY_REUSED: /);
-    expect(stop.message).toMatch(/credited to quest 7 before with --batch-size 5000; re-run with --batch-size 5000/);
+    expect(stop.message).toMatch(/credited to quest 7 before with --batch-size 2500; re-run with --batch-size 2500/);
     const s = summary(new Tally(), { batchSize: 999, error: stop });
-    expect(closingHint(s)).toMatch(/^Re-run with --batch-size 5000, /);
-    expect(summaryText(s)).toMatch(/Re-run with --batch-size 5000/);
+    expect(closingHint(s)).toMatch(/^Re-run with --batch-size 2500, /);
+    expect(summaryText(s)).toMatch(/Re-run with --batch-size 2500/);
     expect(summaryText(s)).not.toMatch(/--batch-size 999\b.*to finish/);
-    expect(summaryJson(s)).toMatchObject({ error: { code: 'IDEMPOTENCY_KEY_REUSED', batchSize: 5000 } });
+    expect(summaryJson(s)).toMatchObject({ error: { code: 'IDEMPOTENCY_KEY_REUSED', batchSize: 2500 } });
+  });
+
+  it('after a run with the default size, the hints name no --batch-size (not the size batch 1 happened to have)', () => {
+    // The first run used the default (5,000) on a file of 996 valid rows: the service recorded
+    // batch 1 with 996 rows. A re-run with --batch-size 500 is refused on batch 1.
+    const stop = refusalStop(reused({ total: 996 }), batchOf(0, items(500)), { questId: 7, batchSize: 500, validRows: 996 });
+    expect(stop.message).not.toMatch(/--batch-size 996/);
+    expect(stop.message).toMatch(
+      /credited to quest 7 before without --batch-size; re-run without --batch-size \(nothing was credited twice\)$/,
+    );
+    const s = summary(new Tally(), { batchSize: 500, batchSizeGiven: true, error: stop });
+    expect(closingHint(s)).toMatch(/^Re-run without --batch-size, as credits\.csv was first credited: /);
+    expect(summaryJson(s)).toMatchObject({ error: { batchSize: 5000 } });
+    // Batch 1 recorded with the default's 5,000 rows: the default again, not "--batch-size 5000".
+    const full = refusalStop(reused({ total: 5000 }), batchOf(0, items(999)), { questId: 7, batchSize: 999 });
+    expect(full.message).toMatch(/before without --batch-size; re-run without --batch-size/);
+    // A file with more valid rows than batch 1 held was cut at exactly that size: it is named.
+    const cut = refusalStop(reused({ total: 996 }), batchOf(0, items(500)), { questId: 7, batchSize: 500, validRows: 997 });
+    expect(cut.message).toMatch(/re-run with --batch-size 996 \(nothing/);
+    // And a stop that a re-run gets past repeats only what the operator typed.
+    const again = (batchSizeGiven: boolean) =>
+      closingHint(summary(new Tally(), { batchSize: 5000, batchSizeGiven, error: new CreditStop('API_UNAVAILABLE', 'x') }));
+    expect(again(false)).toBe('Re-run the same command (same file) to finish: completed batches are not credited again.');
+    expect(again(true)).toBe(
+      'Re-run the same command (same file, --batch-size 5000) to finish: completed batches are not credited again.',
+    );
   });
 
   it('without the size from the API, neither message tells the operator to keep the size that was refused', () => {
     const stop = refusalStop(reused(undefined), batchOf(0, items(10)), { questId: 7, batchSize: 10 });
-    expect(stop.batchSize).toBeUndefined();
+    expect(stop.firstRun).toBeUndefined();
     expect(stop.message).toMatch(/with a --batch-size other than 10; re-run with that size/);
     expect(closingHint(summary(new Tally(), { batchSize: 10, error: stop }))).toMatch(
       /^Re-run with the --batch-size credits\.csv was first credited with \(not 10\)/,

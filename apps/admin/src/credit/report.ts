@@ -1,7 +1,8 @@
 import type { BatchInfo, CreditBatchReport, QuestError } from '@quest/client';
+import { type FailedRow, INVALID_ROW } from '@quest/csv';
 import type { CreditCsvRow } from '../csv.ts';
 import { plural, renderFields } from '../format.ts';
-import type { FailedRow } from './failed-rows.ts';
+import { DEFAULT_BATCH_SIZE } from './options.ts';
 import { fmt } from './progress.ts';
 
 /**
@@ -13,7 +14,7 @@ import { fmt } from './progress.ts';
 /** Why the run stopped; `code` is the API's error code where there is one. */
 export class CreditStop extends Error {
   /** The --batch-size a re-run must use, when the API told (a refused batch 1). */
-  batchSize?: number;
+  firstRun?: TypedSize;
 
   constructor(
     readonly code: string,
@@ -49,9 +50,13 @@ export class Tally {
         else this.credited++;
         continue;
       }
-      const code = r.status === 'invalid' ? 'INVALID_ROW' : r.code;
-      failed.push({ line: r.row.line, address: r.row.address, points: r.row.points, code });
-      this.byCode.set(code, (this.byCode.get(code) ?? 0) + 1);
+      const { line, cells = r.row } = r.row;
+      const failure =
+        r.status === 'invalid'
+          ? { code: INVALID_ROW, reason: r.row.reason ?? r.reason }
+          : { code: r.code as string, reason: r.message };
+      failed.push({ line, address: cells.address, points: cells.points, ...failure });
+      this.byCode.set(failure.code, (this.byCode.get(failure.code) ?? 0) + 1);
     }
     this.rows += report.results.length;
     this.failed += failed.length;
@@ -77,36 +82,51 @@ export const linesOf = (rows: readonly { line: number }[]) =>
 
 export const batchLabel = (b: BatchInfo<{ line: number }>) => `batch ${fmt(b.index + 1)} (${linesOf(b.rows)})`;
 
-/** The --batch-size a refused batch 1 says the file was first credited with (the API's `details.total`). */
-export function originalBatchSize(e: QuestError, index: number, batchSize: number): number | undefined {
+/** A --batch-size as the operator types it: a number, or none for the default. */
+export interface TypedSize {
+  size: number;
+  typed: boolean;
+}
+
+/**
+ * The --batch-size a file was first credited with, when a refused batch 1 tells (IDEMPOTENCY_KEY_REUSED
+ * with `details.total`: the rows the service recorded for that batch). A file with more valid rows
+ * than that was cut at exactly that size; otherwise batch 1 held the whole file, and any size of at
+ * least that many rebuilds it — the default, when it is large enough, so that is what is named.
+ * `validRows`: the file's valid rows, counted at least up to total + 1 (unknown: assume more).
+ */
+export function firstRunSize(e: QuestError, index: number, o: { batchSize: number; validRows?: number }): TypedSize | undefined {
   if (e.code !== 'IDEMPOTENCY_KEY_REUSED' || index !== 0) return undefined;
   const total = (e.details as { total?: unknown } | null | undefined)?.total;
-  return typeof total === 'number' && Number.isSafeInteger(total) && total >= 1 && total !== batchSize ? total : undefined;
+  if (typeof total !== 'number' || !Number.isSafeInteger(total) || total < 1 || total === o.batchSize) return undefined;
+  const cut = o.validRows === undefined || o.validRows > total;
+  if (cut || total > DEFAULT_BATCH_SIZE) return { size: total, typed: total !== DEFAULT_BATCH_SIZE };
+  return { size: DEFAULT_BATCH_SIZE, typed: false };
 }
 
 /** Why the run stops when the API refuses a batch (a 4xx), with the fix where there is one. */
 export function refusalStop(
   e: QuestError,
   b: BatchInfo<{ line: number }>,
-  o: { questId: number; batchSize: number },
+  o: { questId: number; batchSize: number; validRows?: number },
 ): CreditStop {
   const at = e.code === 'VALIDATION_FAILED' ? itemIndexFromDetails(e.details) : undefined;
   const line = at === undefined ? undefined : b.rows[at]?.line;
   const where = line === undefined ? '' : ` (CSV line ${fmt(line)})`;
-  const original = originalBatchSize(e, b.index, o.batchSize);
+  const original = firstRunSize(e, b.index, o);
   let hint = '';
   if (e.code === 'IDEMPOTENCY_KEY_REUSED') {
-    hint =
-      original !== undefined
-        ? ` — this file was credited to quest ${o.questId} before with --batch-size ${original}; re-run with --batch-size ${original} (nothing was credited twice)`
-        : ` — this file was credited to quest ${o.questId} before with a --batch-size other than ${o.batchSize}; re-run with that size, which the earlier run's summary names (nothing was credited twice)`;
+    const how = original && (original.typed ? `with --batch-size ${original.size}` : 'without --batch-size');
+    hint = how
+      ? ` — this file was credited to quest ${o.questId} before ${how}; re-run ${how} (nothing was credited twice)`
+      : ` — this file was credited to quest ${o.questId} before with a --batch-size other than ${o.batchSize}; re-run with that size, which the earlier run's summary names (nothing was credited twice)`;
   } else if (e.code === 'BATCH_TOO_LARGE' || e.code === 'PAYLOAD_TOO_LARGE') hint = ' — use a smaller --batch-size';
   const stop = new CreditStop(
     e.code,
     `${batchLabel(b)} was refused with ${e.status} ${e.code}${where}: ${e.message}${hint}`,
     line,
   );
-  if (original !== undefined) stop.batchSize = original;
+  if (original) stop.firstRun = original;
   return stop;
 }
 
@@ -114,6 +134,8 @@ export interface Summary {
   quest: number;
   file: string;
   batchSize: number;
+  /** Whether the operator typed --batch-size (else the default was used): the hints repeat only what was typed. */
+  batchSizeGiven: boolean;
   tally: Tally;
   failedFile: string | null;
   elapsedMs: number;
@@ -140,7 +162,7 @@ export function summaryJson(s: Summary): Record<string, unknown> {
       code: s.error.code,
       message: s.error.message,
       ...(s.error.line === undefined ? {} : { line: s.error.line }),
-      ...(s.error.batchSize === undefined ? {} : { batchSize: s.error.batchSize }),
+      ...(s.error.firstRun === undefined ? {} : { batchSize: s.error.firstRun.size }),
     };
   }
   return json;
@@ -170,13 +192,15 @@ const RERUN_FINISHES = new Set([
 export function closingHint(s: Summary): string | undefined {
   const t = s.tally;
   const e = s.error;
-  const same = `the same command (same file, --batch-size ${s.batchSize})`;
+  const same = `the same command (same file${s.batchSizeGiven ? `, --batch-size ${s.batchSize}` : ''})`;
   if (!e) {
     if (!t.failed) return undefined;
     return `The rows not credited are listed in ${s.failedFile ?? 'the failed-rows file'} with their codes; running ${same} again changes nothing for them. Credit corrected rows from a new file.`;
   }
-  if (e.batchSize !== undefined)
-    return `Re-run with --batch-size ${e.batchSize}, the size ${s.file} was first credited with: its batches are then replayed, not credited again.`;
+  if (e.firstRun?.typed)
+    return `Re-run with --batch-size ${e.firstRun.size}, the size ${s.file} was first credited with: its batches are then replayed, not credited again.`;
+  if (e.firstRun)
+    return `Re-run without --batch-size, as ${s.file} was first credited: its batches are then replayed, not credited again.`;
   switch (e.code) {
     case 'IDEMPOTENCY_KEY_REUSED':
       return `Re-run with the --batch-size ${s.file} was first credited with (not ${s.batchSize}): its batches are then replayed, not credited again.`;
@@ -214,7 +238,10 @@ export function summaryText(s: Summary): string {
   const rate = s.elapsedMs > 0 ? Math.round(t.rows / (s.elapsedMs / 1000)) : 0;
   const failedText = [...t.byCode].map(([code, n]) => `${code} ${fmt(n)}`).join(', ');
   const fields: [string, string][] = [
-    ['batches', `${fmt(t.batches)} (up to ${plural(s.batchSize, 'row')} each: --batch-size ${s.batchSize})`],
+    [
+      'batches',
+      `${fmt(t.batches)} (up to ${plural(s.batchSize, 'row')} each${s.batchSizeGiven ? `: --batch-size ${s.batchSize}` : ''})`,
+    ],
     ['total', fmt(t.rows)],
     ['succeeded', succeededText(t)],
     ['failed', t.failed ? `${fmt(t.failed)} (${failedText})` : '0'],

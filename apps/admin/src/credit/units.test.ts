@@ -1,18 +1,21 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { InvalidArgumentError } from 'commander';
-import { creditBatchKey } from '@quest/client';
+import { checkCreditRow, type CreditRowResult, creditBatchKey } from '@quest/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CliError } from '../context.ts';
 import { type CreditCsvRow, openCreditCsv } from '../csv.ts';
+import { FailedRowsFile } from './failed-rows.ts';
 import { creditKeyPrefix } from './keys.ts';
 import { MAX_BATCH_SIZE, parseBaseUrl, parseBatchSize } from './options.ts';
 import { formatDuration } from './progress.ts';
+import { Tally } from './report.ts';
 
 const A = `0x${'ab'.repeat(20)}`;
 const B = `0x${'CD'.repeat(20)}`;
 const SHA = 'f'.repeat(64);
+const PAYOUT = { id: 'pay_1', amount: 1, created_at: '2026-01-01T00:00:00.000Z', account: { pass: A } };
 
 describe("a batch's Idempotency-Key", () => {
   const key = (o: Partial<{ fileSha256: string; questId: number; batchSize: number; index: number }>) => {
@@ -87,14 +90,23 @@ describe('openCreditCsv', () => {
     const content = `\uFEFFnote,Points,ADDRESS\r\nx,5,${A}\r\n\r\n"y, z", 7 ,"${B}"\r\n`;
     const path = await file('a.csv', content);
     const { rows, sha256, bytes, size } = await read(path);
+    // Line 3 is blank between rows: refused, with no address for creditMany (so it reports it invalid), and its reason.
     expect(rows).toEqual([
       { line: 2, address: A, points: '5', bytes: expect.any(Number) },
+      {
+        line: 3,
+        address: '',
+        points: '',
+        cells: { address: '', points: '' },
+        reason: 'the line is empty',
+        bytes: expect.any(Number),
+      },
       { line: 4, address: B, points: '7', bytes: expect.any(Number) },
     ]);
     // Each row's byte position is where it ends in the file, so progress by bytes reaches the size.
     expect(rows[0]!.bytes).toBeGreaterThan(content.indexOf('x,5'));
     expect(rows[0]!.bytes).toBeLessThanOrEqual(content.indexOf('"y, z"'));
-    expect(rows[1]!.bytes).toBeLessThanOrEqual(Buffer.byteLength(content));
+    expect(rows[2]!.bytes).toBeLessThanOrEqual(Buffer.byteLength(content));
     const { createHash } = await import('node:crypto');
     expect(sha256).toBe(createHash('sha256').update(Buffer.from(content)).digest('hex'));
     expect(bytes).toBe(size);
@@ -129,5 +141,36 @@ describe('openCreditCsv', () => {
     await fails(await file('c.csv', ''), 'INVALID_CSV');
     await fails(await file('d.csv', `address,points\n"${A},1\n`), 'INVALID_CSV');
     await fails(join(dir, 'missing.csv'), 'FILE_NOT_READABLE');
+  });
+
+  it('the failed-rows file gives every row creditMany does not send its file line and reason', async () => {
+    // Line 4 is blank, line 6 runs over two lines (its cells are fine, the row is not), line 9 has a bad address.
+    const content = `address,points,note\n${A},1,\n${A},2,\n\n${A},3,\n${A},4,"a\nb"\n${A},5,\noops,6,\n`;
+    const path = await file('failed.csv', content);
+    const { rows } = await read(path);
+    // What creditMany reports for rows it refuses itself (its check, its reason); the others as credited.
+    const results = rows.map((row): CreditRowResult<CreditCsvRow> => {
+      const check = checkCreditRow(row);
+      return check.ok
+        ? { row, status: 'credited', payout: PAYOUT, replayed: false }
+        : { row, status: 'invalid', reason: check.reason };
+    });
+    const failedFile = new FailedRowsFile(`${path}.failed.csv`);
+    await failedFile.write(
+      new Tally().addReport({
+        batch: null,
+        results,
+        state: { version: 1, questId: 7, keyPrefix: 'k', batchSize: 10, rowsDone: 0, batchesDone: 0 },
+      }),
+    );
+    expect(await readFile((await failedFile.close())!, 'utf8')).toBe(
+      [
+        'line,address,points,code,reason',
+        '4,,,INVALID_ROW,the line is empty',
+        `6,${A},4,INVALID_ROW,the row runs over lines 6–7 (a quoted cell holds a line break)`,
+        '9,oops,6,INVALID_ROW,the address is not 0x followed by 40 hexadecimal digits',
+        '',
+      ].join('\n'),
+    );
   });
 });

@@ -8,6 +8,7 @@ import { ACTION_STATUSES, type ActionStatus, DomainError } from '@quest/domain';
 import type { FastifyInstance } from 'fastify';
 import { budgetBar, csrfField, fmt, type Html, html, when } from './html.ts';
 import type { ConsoleContext } from './context.ts';
+import { parseAccountCsv } from './csv.ts';
 
 export const operator = { config: { consoleRole: 'operator' as const } };
 
@@ -335,8 +336,9 @@ export function operatorRoutes(app: FastifyInstance, ctx: ConsoleContext): void 
   });
 
   app.get('/operator/accounts', operator, async (request, reply) => {
-    const body = html`<p>Create the accounts that credits go to from a file of pass addresses, one per line (a header line
-        and further columns after the first are ignored). Existing accounts are skipped, so a file can be imported again.</p>
+    const body = html`<p>Create the accounts that credits go to from a CSV file of pass addresses: its first line is the
+        header, naming a <code>pass</code> (or <code>address</code>) column; other columns are ignored. Existing accounts are
+        skipped, so a file can be imported again.</p>
       <form id="import" method="post" action="/console/operator/accounts/import" class="stack">
         <label for="accounts-file">File of addresses</label>
         <input id="accounts-file" name="file" type="file" accept=".csv,.txt,text/csv,text/plain" required>
@@ -349,11 +351,7 @@ export function operatorRoutes(app: FastifyInstance, ctx: ConsoleContext): void 
 
   app.post('/operator/accounts/import', operator, async (request) => {
     if (typeof request.body !== 'string') throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'Send the file as text/csv.');
-    const rows = request.body
-      .replace(/^\uFEFF/, '')
-      .split(/\r?\n/)
-      .map((line, i) => ({ line: i + 1, value: (line.split(',')[0] ?? '').trim().replace(/^"(.*)"$/, '$1') }))
-      .filter((r, i) => r.value !== '' && !(i === 0 && !/^0x/i.test(r.value)));
+    const rows = await parseAccountCsv(request.body);
     const result = await importAccounts(deps.sql, rows, { maxInvalidRows: 20 });
     request.log.info(
       { console: 'accounts imported', created: result.created, invalid: result.invalid },
