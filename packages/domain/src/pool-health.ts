@@ -1,6 +1,6 @@
 /**
  * Whether a worker should stay a member of the partition pool: the pure rule behind the pool's
- * heartbeat (packages/queue/src/pool.ts). Each heartbeat the worker probes PostgreSQL with a
+ * heartbeat (apps/worker/src/pool/pool.ts). Each heartbeat the worker probes PostgreSQL with a
  * deadline and reports the probe's latency beside its membership; every member reads its peers'
  * reports. A worker leaves the pool (its partitions go to the others within one heartbeat) when
  *
