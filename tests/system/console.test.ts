@@ -94,7 +94,9 @@ describe.skipIf(!HAS_CHROMIUM)('the console in Chromium', () => {
       const failed = readFileSync((await download.path())!, 'utf8')
         .trim()
         .split('\n');
-      expect(failed[0]).toBe('row,address,points,error');
+      expect(failed[0]).toBe('line,address,points,code,reason');
+      // Each row at its line in the uploaded file (the header is line 1): the strangers are its last ten.
+      expect(failed.slice(1).map((l) => l.split(',')[0])).toEqual(strangers.map((_, i) => String(992 + i)));
       expect(failed.slice(1).map((l) => l.split(',')[3])).toEqual(Array(10).fill('ACCOUNT_NOT_FOUND'));
       expect(failed.slice(1).map((l) => l.split(',')[1]!.toLowerCase())).toEqual(strangers.map((s) => s.toLowerCase()));
 
