@@ -146,11 +146,15 @@ async function batchesOf(sql: Sql, questId: number): Promise<number> {
   return row!.n;
 }
 
+/** The failed-rows file's rows: line, address, points, code, reason (no cell here holds a comma). */
 async function failedRowsOf(path: string): Promise<string[][]> {
   const lines = (await readFile(path, 'utf8')).split('\n').filter((l) => l !== '');
-  expect(lines[0]).toBe('line,address,points,code');
+  expect(lines[0]).toBe('line,address,points,code,reason');
   return lines.slice(1).map((l) => l.split(','));
 }
+
+const BAD_ADDRESS = 'the address is not 0x followed by 40 hexadecimal digits';
+const NOT_WHOLE = 'the points are not a whole number (digits only)';
 
 describe('quest-admin credit', () => {
   test('credits a 5,000-row CSV: counts match the database, one payout per row, failed rows listed with their codes', {
@@ -222,8 +226,20 @@ describe('quest-admin credit', () => {
     const [quest] = await sql<{ points_remaining: number }[]>`select points_remaining from quests where id = ${questId}`;
     expect(Number(quest!.points_remaining)).toBe(0);
 
-    // The failed rows, in file order, exactly the rejected and invalid ones, with their codes.
-    expect(await failedRowsOf(`${file}.failed.csv`)).toEqual(failed.map((o) => [String(o.line), o.address, o.points, o.code]));
+    // The failed rows, in file order, exactly the rejected and invalid ones, with their codes and
+    // reasons: the reader's for the invalid rows, the service's for the rejected ones.
+    const failedRows = await failedRowsOf(`${file}.failed.csv`);
+    expect(failedRows.map((r) => r.slice(0, 4))).toEqual(failed.map((o) => [String(o.line), o.address, o.points, o.code]));
+    const reasons = new Map(failedRows.map((r) => [r[0], r[4]]));
+    expect([102, 1946, 3088].map((line) => reasons.get(String(line)))).toEqual([
+      BAD_ADDRESS,
+      'the points must be at least 1',
+      NOT_WHOLE,
+    ]);
+    expect(failedRows.filter((r) => r[3] === 'ACCOUNT_NOT_FOUND').map((r) => r[4])).toContain(
+      'No account exists for this pass address.',
+    );
+    expect(failedRows.filter((r) => !r[4])).toEqual([]);
     expect(await auditViolations(sql)).toEqual([]);
   });
 
@@ -307,8 +323,8 @@ describe('quest-admin credit', () => {
     };
     await exactlyOnce();
     expect(await failedRowsOf(`${file}.failed.csv`)).toEqual([
-      ['5', '0xzz', '1', 'INVALID_ROW'],
-      ['3752', accounts[3_750], '-2', 'INVALID_ROW'],
+      ['5', '0xzz', '1', 'INVALID_ROW', BAD_ADDRESS],
+      ['3752', accounts[3_750], '-2', 'INVALID_ROW', NOT_WHOLE],
     ]);
 
     // Run 3, through the 202 API: every batch replays its stored results; nothing new is credited,
@@ -577,7 +593,7 @@ describe('quest-admin credit', () => {
     expect(result.stdout).toMatch(/ {2}succeeded +2 \(newly credited\)\n/);
     expect(result.stdout).toMatch(/ {2}failed +1 \(INVALID_ROW 1\)\n/);
     expect(result.stdout).toMatch(/rows\/s/);
-    expect(await failedRowsOf(`${file}.failed.csv`)).toEqual([['3', 'oops', '1', 'INVALID_ROW']]);
+    expect(await failedRowsOf(`${file}.failed.csv`)).toEqual([['3', 'oops', '1', 'INVALID_ROW', BAD_ADDRESS]]);
 
     await writeFile(file, `address,points\n${accounts[2]},5\n`);
     const clean = await cli(database.url, args);
@@ -595,8 +611,44 @@ describe('quest-admin credit', () => {
     expect(bad.code, bad.stderr).toBe(3);
     expect(bad.stdout).toMatch(/^Nothing credited: none of the 2 rows of .*text\.csv could be credited to quest \d+\n/);
     expect(await failedRowsOf(`${file}.failed.csv`)).toEqual([
-      ['2', 'oops', '1', 'INVALID_ROW'],
-      ['3', '0x12', '2', 'INVALID_ROW'],
+      ['2', 'oops', '1', 'INVALID_ROW', BAD_ADDRESS],
+      ['3', '0x12', '2', 'INVALID_ROW', BAD_ADDRESS],
     ]);
+  });
+
+  test('after a first run with the default --batch-size, a re-run with another size is told to drop it, not the size batch 1 had', async ({
+    system,
+    database,
+    owner,
+    quest,
+    accounts,
+    dir,
+  }) => {
+    // Three rows: the first run's batch 1 holds all three, which is what the service recorded.
+    const file = await writeCsv(
+      dir,
+      'default-size.csv',
+      accounts.slice(0, 3).map((address) => ({ address, points: '1' })),
+    );
+    const args = (extra: string[] = []) => creditArgs({ quest, key: owner.apiKey, file, baseUrl: system.baseUrl, extra });
+    const first = await cli(database.url, args());
+    expect(first.code, first.stderr).toBe(0);
+
+    const other = await cli(
+      database.url,
+      args(['--batch-size', '2']).filter((a) => a !== '--json'),
+    );
+    expect(other.code, other.stderr).toBe(1);
+    expectNoStack(other);
+    expect(other.stderr).toMatch(
+      /^error: batch 1 \(CSV lines 2–3\) was refused with 400 IDEMPOTENCY_KEY_REUSED: .* re-run without --batch-size \(nothing was credited twice\)$/m,
+    );
+    expect(other.stdout).toMatch(/\n\nRe-run without --batch-size, as .*default-size\.csv was first credited: /);
+    expect(`${other.stdout}${other.stderr}`).not.toMatch(/--batch-size 3\b/);
+    // As told: the default replays the file, nothing is credited twice.
+    const again = await cli(database.url, args());
+    expect(again.code, again.stderr).toBe(0);
+    expect(jsonOf(again)).toMatchObject({ succeeded: 3, replayed: 3, credited: 0 });
+    expect(await payoutsOf(database.sql, quest)).toEqual({ n: 3, s: 3 });
   });
 });
