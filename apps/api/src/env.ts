@@ -8,6 +8,7 @@ import {
   parseEnv,
   queueEnv,
   serviceEnv,
+  trustProxyVar,
   webhookEnv,
   z,
 } from '@quest/config';
@@ -112,8 +113,13 @@ export const apiEnvSchema = z.object({
   HTTP_MAX_CONNECTIONS: intVar(10_000, 1, 1_000_000).meta({
     description: 'Most connections open at once per API process; beyond it new ones are closed at once.',
   }),
-  TRUST_PROXY: boolVar(false).meta({
-    description: 'Trust `X-Forwarded-*` headers (only behind a proxy that sets them).',
+  TRUST_PROXY: trustProxyVar().meta({
+    description:
+      'Which `X-Forwarded-*` headers to believe (the client address behind a proxy, per-address limits, HTTPS): ' +
+      "`false` none; a list of the proxies' addresses or CIDR ranges, e.g. `10.0.0.0/8,loopback`: the client is the " +
+      'last address in `X-Forwarded-For` that is not one of them, whatever a client wrote before it; `true` every ' +
+      'hop: the first address, which a client behind a proxy that appends to the header chooses itself — only behind ' +
+      'a proxy that overwrites it.',
   }),
   DATABASE_READ_URL: optionalVar(
     z

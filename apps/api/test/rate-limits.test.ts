@@ -68,6 +68,29 @@ describe('rate limits', () => {
     expect((await first.request({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
   });
 
+  it.each([
+    ["the proxy's address", '10.1.2.3', 'address'],
+    ["the proxy's range", '10.0.0.0/8', 'range'],
+  ])(
+    'per client address behind a proxy that appends to X-Forwarded-For, TRUST_PROXY as %s: a client cannot pick its own',
+    async (_, trust, name) => {
+      const t = await appWith({ RATE_LIMIT_ADDRESS_MAX: '2', TRUST_PROXY: trust }, `proxy-${name}`);
+      // The proxy at 10.1.2.3 appends the address it saw (203.0.113.9) to whatever the client sent.
+      const via = (forged: string) =>
+        t.app.inject({ url: '/quests', remoteAddress: '10.1.2.3', headers: { 'x-forwarded-for': `${forged}, 203.0.113.9` } });
+      expect((await via('198.51.100.1')).statusCode).toBe(200);
+      expect((await via('198.51.100.2')).statusCode).toBe(200);
+      expect429(await via('198.51.100.3'));
+      // Another client behind the same proxy has a budget of its own.
+      const other = await t.app.inject({
+        url: '/quests',
+        remoteAddress: '10.1.2.3',
+        headers: { 'x-forwarded-for': '203.0.113.10' },
+      });
+      expect(other.statusCode).toBe(200);
+    },
+  );
+
   it('per API key', async () => {
     const t = await appWith({ RATE_LIMIT_KEY_MAX: '2' }, 'key');
     const get = () => t.request({ method: 'GET', url: `/quests/${questId}`, headers: { 'x-api-key': owner.apiKey } });
