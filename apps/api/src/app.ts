@@ -10,6 +10,7 @@ import { queueConsole } from './queue-console.ts';
 import { CONSOLE_PATH, consolePlugin } from './console/plugin.ts';
 import { registerRateLimits } from './rate-limits.ts';
 import { requestIdFor } from './request-id.ts';
+import { rootRoute } from './root.ts';
 import { allocateRoute } from './routes/allocate.ts';
 import { createBatchRoute } from './routes/create-batch.ts';
 import { createReversalRoute } from './routes/create-reversal.ts';
@@ -152,6 +153,7 @@ export async function buildApp(config: ApiConfig, given: ApiDeps): Promise<Fasti
     reversals: new ReversalService(sql),
     webhooks: new WebhookService({ sql }),
   };
+  await app.register(rootRoute);
   await app.register(healthRoutes, { deps });
   await app.register(getQuestsRoute, { deps });
   await app.register(getQuestRoute, { deps });
