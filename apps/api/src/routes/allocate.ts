@@ -8,7 +8,7 @@ import { allocateBody, allocationResponse, payoutResponse } from '../schemas/all
 import { AUTH_ERRORS, idempotencyHeaders, validationExample } from '../schemas/common.ts';
 import type { RouteDeps } from '../types.ts';
 
-/** POST /quests/{questId}: credit points to one account, decided in the quest's order (services/allocations.ts). */
+/** POST /quests/{questId}: credit points to one account, decided in the quest's order (commands/credit.ts). */
 export const allocateRoute: FastifyPluginAsyncZod<{ deps: RouteDeps }> = async (app, { deps }) => {
   app.post(
     '/quests/:questId',

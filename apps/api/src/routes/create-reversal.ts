@@ -10,7 +10,7 @@ import type { RouteDeps } from '../types.ts';
 
 /**
  * POST /quests/{questId}/payouts/{payoutId}/reversals: take points back from a payout, decided in
- * the quest's order with its allocations (services/reversals.ts).
+ * the quest's order with its allocations (commands/reversal.ts).
  */
 export const createReversalRoute: FastifyPluginAsyncZod<{ deps: RouteDeps }> = async (app, { deps }) => {
   app.post(
