@@ -223,6 +223,11 @@ describe('console webhooks', () => {
     expect(page.statusCode).toBe(200);
     expect(page.body).toContain('Delivery log');
     expect(page.body).not.toContain('whsec_');
+    // A time PostgreSQL cannot take is refused as bad input, not a server error.
+    for (const since of ['0000-01-01T00:00', '-000001-01-01T00:00']) {
+      const refused = await post(`/console/webhooks/${id}/replay`, { since });
+      expect(refused.statusCode, since).toBe(400);
+    }
     const replay = await post(`/console/webhooks/${id}/replay`, { since: '2026-01-01T00:00' });
     expect(replay.statusCode).toBe(200);
     expect(replay.body).toContain('queued for delivery again');
@@ -230,6 +235,30 @@ describe('console webhooks', () => {
     expect(deleted.statusCode).toBe(200);
     expect(deleted.body).toContain('deleted');
     expect((await t.app.inject({ url: `/console/webhooks/${id}`, headers: { cookie: cookie! } })).statusCode).toBe(404);
+  });
+});
+
+describe('console webhooks without WEBHOOK_SECRET_KEY', () => {
+  it('says why no endpoint can be added and how to set it up, instead of a form that cannot work', async () => {
+    const plain = await startTestApp({ db: t.db });
+    try {
+      const owner = await createOwner(plain.sql);
+      const signedIn = await plain.app.inject({
+        method: 'POST',
+        url: '/console/sign-in',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        payload: form({ apiKey: owner.apiKey }),
+      });
+      const cookie = String(signedIn.headers['set-cookie']).split(';')[0]!;
+      const page = await plain.app.inject({ url: '/console/webhooks', headers: { cookie } });
+      expect(page.statusCode).toBe(200);
+      expect(page.body).toContain('Webhooks are not configured');
+      expect(page.body).toContain('WEBHOOK_SECRET_KEY');
+      expect(page.body).toContain('npx quest-admin webhooks local');
+      expect(page.body).not.toContain('Add endpoint');
+    } finally {
+      await plain.close();
+    }
   });
 });
 

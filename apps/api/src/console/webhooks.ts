@@ -15,6 +15,13 @@ function endpointId(request: FastifyRequest): string {
   return id;
 }
 
+/** Why no endpoint can be added: the service has no key to encrypt their signing secrets with. */
+const NOT_CONFIGURED = html`<section class="panel" role="note" aria-labelledby="webhooks-off-h">
+  <h2 id="webhooks-off-h">Webhooks are not configured</h2>
+  <p>Endpoints cannot be added yet: this service has no <code>WEBHOOK_SECRET_KEY</code>, the key that encrypts each
+  endpoint's signing secret (the API and the worker both need it). Ask the operator to set it; on your own machine,
+  run <code>npx quest-admin webhooks local</code> and restart <code>npm start</code>.</p></section>`;
+
 /**
  * The owner's webhook endpoints, through the same service as the /webhook-endpoints routes:
  * add one (its signing secret shown once), see each one's state and delivery log, replay the
@@ -39,7 +46,10 @@ export function webhookRoutes(app: FastifyInstance, ctx: ConsoleContext): void {
             <td class="opt">${e.events ? e.events.join(', ') : 'all'}</td><td class="opt">${iso(e.created_at)}</td></tr>`,
         )}</tbody></table></div>`
       }
-      <section class="panel" aria-labelledby="new-endpoint-h">
+      ${
+        deps.config.WEBHOOK_SECRET_KEY === undefined
+          ? NOT_CONFIGURED
+          : html`<section class="panel" aria-labelledby="new-endpoint-h">
         <h2 id="new-endpoint-h">Add an endpoint</h2>
         <form method="post" action="/console/webhooks" class="stack">
           ${csrfField(viewer)}
@@ -48,7 +58,8 @@ export function webhookRoutes(app: FastifyInstance, ctx: ConsoleContext): void {
           <input id="endpoint-description" name="description" type="text" maxlength="500">
           <div><button type="submit">Add endpoint</button></div>
         </form>
-      </section>`;
+      </section>`
+      }`;
   }
 
   app.get('/webhooks', owner, async (request, reply) =>
