@@ -7,6 +7,7 @@ export * from './jobs.ts';
 export * from './keys.ts';
 export * from './partition.ts';
 export * from './plan.ts';
+export * from './planner.ts';
 export * from './quest.ts';
 export * from './reversal.ts';
 export * from './views.ts';

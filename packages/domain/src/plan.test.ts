@@ -7,9 +7,9 @@ import {
   type PlanPayout,
   type PlanReversalItem,
   type PlanState,
-  planRequests,
   type StoredReversal,
 } from './plan.ts';
+import { planRequests } from './planner.ts';
 
 const now = new Date('2030-06-01T12:00:00.000Z');
 const quest = (over: Partial<QuestLedgerState> = {}): QuestLedgerState => ({
