@@ -1,5 +1,5 @@
-import { mkdirSync, rmSync } from 'node:fs';
-import { basename, join } from 'node:path';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { type BuildOptions, build, type Plugin } from 'esbuild';
 import { REPO_ROOT } from '@quest/testing/processes';
 
@@ -16,6 +16,9 @@ export interface Bundle {
   worker: string;
   /** The reference service (reference-server.ts), bundled the same way so runtimes compare fairly. */
   reference: string;
+  /** The obvious-queue peer's two processes (peer-api.ts, peer-worker.ts), bundled the same way. */
+  peerApi: string;
+  peerWorker: string;
   /** quest-admin, bundled as `npm run build` bundles it into apps/admin/dist. */
   admin: string;
 }
@@ -30,6 +33,28 @@ const externalThirdParty: Plugin = {
   },
 };
 
+/**
+ * Lua scripts live in .lua files beside the module that reads them once at load
+ * (`readFileSync(new URL('./name.lua', import.meta.url), 'utf8')`); a bundle is not beside them, so
+ * each such read becomes the script's text, as scripts/build.mjs does. Another form fails the build.
+ */
+const LUA_READ = /readFileSync\(new URL\('(\.\/[\w./-]+\.lua)', import\.meta\.url\), 'utf8'\)/g;
+const inlineLua: Plugin = {
+  name: 'inline-lua',
+  setup(b) {
+    b.onLoad({ filter: /\.ts$/ }, (args) => {
+      if (args.path.includes('node_modules')) return undefined;
+      const source = readFileSync(args.path, 'utf8');
+      if (!source.includes('.lua')) return undefined;
+      const contents = source.replace(LUA_READ, (_, file: string) =>
+        JSON.stringify(readFileSync(join(dirname(args.path), file), 'utf8')),
+      );
+      if (/\.lua'/.test(contents)) throw new Error(`${args.path}: a .lua file read in another form than ${LUA_READ}`);
+      return { contents, loader: 'ts' };
+    });
+  },
+};
+
 /** What every bundle here shares with scripts/build.mjs's: ESM for node, third-party packages left external. */
 const NODE_BUNDLE = {
   bundle: true,
@@ -38,7 +63,7 @@ const NODE_BUNDLE = {
   target: 'node20',
   sourcemap: false,
   logLevel: 'warning',
-  plugins: [externalThirdParty],
+  plugins: [externalThirdParty, inlineLua],
 } satisfies BuildOptions;
 
 export async function bundleServices(outDir: string): Promise<Bundle> {
@@ -49,6 +74,8 @@ export async function bundleServices(outDir: string): Promise<Bundle> {
       api: join(REPO_ROOT, 'apps/api/src/server.ts'),
       worker: join(REPO_ROOT, 'apps/worker/src/main.ts'),
       reference: join(REPO_ROOT, 'tools/bench/src/reference-server.ts'),
+      'peer-api': join(REPO_ROOT, 'tools/bench/src/peer-api.ts'),
+      'peer-worker': join(REPO_ROOT, 'tools/bench/src/peer-worker.ts'),
     },
     outdir: bin,
     outExtension: { '.js': '.mjs' },
@@ -72,6 +99,8 @@ export async function bundleServices(outDir: string): Promise<Bundle> {
     api: join(bin, 'api.mjs'),
     worker: join(bin, 'worker.mjs'),
     reference: join(bin, 'reference.mjs'),
+    peerApi: join(bin, 'peer-api.mjs'),
+    peerWorker: join(bin, 'peer-worker.mjs'),
     admin: join(adminDir, 'cli.mjs'),
   };
 }

@@ -26,6 +26,7 @@ export interface BenchOptions {
   redisCluster: boolean;
   keep: boolean;
   reference: boolean;
+  peer: boolean;
   /** KEY=VALUE settings for the service's API and worker processes (attribution experiments). */
   env?: string[];
 }
@@ -92,6 +93,10 @@ function program(): Command {
       "extra environment of the service's API and worker processes, e.g. --env RATE_LIMITS_ENABLED=false (to attribute a feature's cost)",
     )
     .option('--keep', 'keep the bench database and Redis keys afterwards (for inspection)', false)
+    .option(
+      '--no-peer',
+      'skip the obvious-queue peer (one BullMQ job per request, waitUntilFinished, one worker at concurrency 1) in latency, throughput, hot and open-loop',
+    )
     .option(
       '--no-reference',
       'skip the reference service (a plain synchronous Fastify + postgres.js service) in latency, throughput and hot',

@@ -3,6 +3,7 @@ import type { CreditCheck } from './audit.ts';
 import type { BenchConfig, ScenarioName } from './config.ts';
 import type { DirectResult } from './direct.ts';
 import type { BenchInfra } from './infra.ts';
+import type { Peer } from './peer.ts';
 import type { Window } from './profile.ts';
 import type { BenchOwner } from './seed.ts';
 import type { Service } from './services.ts';
@@ -37,6 +38,12 @@ export interface Ctx extends BaseCtx {
    * same load as the service in latency, throughput and hot.
    */
   reference?: Service & { baseUrl: string };
+  /**
+   * The obvious-queue peer (peer.ts): the design card done the way BullMQ's guide shows it — one
+   * job per request, `waitUntilFinished`, one worker at concurrency 1 running the reference's
+   * transaction — on a database and Redis prefix of its own. Measured beside the reference.
+   */
+  peer?: Peer;
   workers(): Service[];
   restartWorkers(n: number): Promise<void>;
   /**

@@ -12,6 +12,9 @@ describe('cpuPerCredit', () => {
     'redis-server': 1.0,
     reference: 0.06,
     'postgres: reference queries': 0.01,
+    'peer-api': 0.3,
+    'peer-worker': 0.25,
+    'postgres: peer transactions': 0.09,
     'other processes (not this bench)': 0.7,
   };
 
@@ -19,6 +22,9 @@ describe('cpuPerCredit', () => {
     // 1,000 credits: CPU-seconds in all = milliseconds per credit.
     expect(cpuPerCredit(cpu, 1000, 'service')).toBeCloseTo(1.5 + 1.4 + 2.4 + 0.1 + 0.02 + 1.0);
     expect(cpuPerCredit(cpu, 1000, 'reference')).toBeCloseTo(0.06 + 0.01 + 0.02);
+    // The peer uses the one Redis server too.
+    expect(cpuPerCredit(cpu, 1000, 'peer')).toBeCloseTo(0.3 + 0.25 + 0.09 + 0.02 + 1.0);
+    expect(cpuPerCredit(cpu, 1000, 'limit')).toBeCloseTo(0.7 + 0.02);
     expect(cpuPerCredit(cpu, 0, 'service')).toBeNull();
   });
 });

@@ -17,29 +17,33 @@ export function ioNote(io: Record<string, { reads: number; writes: number }>, cr
  * CPU milliseconds per credit of one side of a comparison, over every process that side runs
  * (PostgreSQL's backends and shared work included; the load generator and other people's
  * processes excluded): `service` = API + workers + Redis + their PostgreSQL work; `reference` = the
- * reference process + its PostgreSQL work; `limit` = the bench's limit driver + its transactions.
+ * reference process + its PostgreSQL work; `peer` = the obvious-queue peer's API and worker + Redis
+ * + its PostgreSQL work; `limit` = the bench's limit driver + its transactions. Redis is one server
+ * for the service and the peer: each side's figure includes what the other, idle, sent it meanwhile.
  */
 export function cpuPerCredit(
   cpu: Record<string, number>,
   credits: number,
-  side: 'service' | 'reference' | 'limit',
+  side: 'service' | 'reference' | 'peer' | 'limit',
 ): number | null {
   if (!credits) return null;
   let total = 0;
   for (const [group, seconds] of Object.entries(cpu)) {
     if (group.startsWith('other')) continue;
-    const isReference = group === 'reference' || group === 'postgres: reference queries';
-    const isLimit = group.startsWith('bench (') || group === 'postgres: limit transactions';
-    const shared = group === 'postgres (shared: WAL, checkpoints)' || group === 'postgres: autovacuum';
-    const mine =
-      side === 'reference'
-        ? isReference
-        : side === 'limit'
-          ? isLimit
-          : !isReference && !isLimit && !shared && group !== 'postgres: bench checks';
-    if (mine || shared) total += seconds;
+    const owner = sideOf(group);
+    if (owner === side || owner === 'shared' || (group === 'redis-server' && side === 'peer')) total += seconds;
   }
   return (total * 1000) / credits;
+}
+
+/** Which side a CPU group (cpuSnapshot's and measured()'s labels) works for; Redis counts as the service's. */
+function sideOf(group: string): 'service' | 'reference' | 'peer' | 'limit' | 'shared' | 'checks' {
+  if (group === 'postgres (shared: WAL, checkpoints)' || group === 'postgres: autovacuum') return 'shared';
+  if (group === 'reference' || group === 'postgres: reference queries') return 'reference';
+  if (group.startsWith('peer-') || group === 'postgres: peer transactions') return 'peer';
+  if (group.startsWith('bench (') || group === 'postgres: limit transactions') return 'limit';
+  if (group === 'postgres: bench checks') return 'checks';
+  return 'service';
 }
 
 /** CPU used per process group during a run and, given the number of credits, per credit (µs). */

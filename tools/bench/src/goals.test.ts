@@ -136,4 +136,35 @@ describe('goals table', () => {
     expect(table.get('webhooks: throughput with one endpoint ≥ 0.9 × without')).toEqual(['2,600/s = 0.87 × 3,000/s', 'MISSED']);
     expect(table.get('webhooks: delivery lag p99 ≤ 1 s at that rate')).toEqual(['800 ms', 'met']);
   });
+
+  it('sets a lone credit, its CPU, throughput and the hot quest beside the obvious-queue peer of the same run', () => {
+    const table = goals([
+      output('latency', [
+        { metric: 'p50', unit: 'ms', service: 4.28, reference: 1.91, peer: 3.83 },
+        { metric: 'CPU per allocation (all processes)', unit: 'ms', service: 4.6, reference: 1.9, peer: 4.6 },
+      ]),
+      output('throughput', [
+        { metric: 'allocations/s (limit: single-item tx)', unit: '/s', service: 2000, limit: 4000, reference: 1000, peer: 466 },
+      ]),
+      output('hot', [{ metric: 'allocations/s (limit: single-item tx)', unit: '/s', service: 3580, limit: 700, peer: 0 }]),
+    ]);
+    expect(table.get('lone credit p50 ≤ 1.0 × obvious-queue peer')).toEqual(['4.28 ms vs 3.83 ms = 1.12×', 'MISSED']);
+    // Equal is within the goal.
+    expect(table.get('CPU per lone credit ≤ 1.0 × obvious-queue peer')).toEqual(['4.60 ms vs 4.60 ms = 1.00×', 'met']);
+    expect(table.get('throughput ≥ 4 × obvious-queue peer')).toEqual(['2,000/s vs 466/s = 4.29×', 'met']);
+    // A peer that answered nothing gives no ratio rather than an infinite one.
+    expect(table.get('hot quest ≥ 10 × obvious-queue peer')).toEqual(['—', 'not measured']);
+    // The reference's goals read their own column of the same rows.
+    expect(table.get('throughput ≥ 2 × reference')).toEqual(['2,000/s vs 1,000/s = 2.00×', 'met']);
+  });
+
+  it('reports the peer goals as not measured when the peer did not run (--no-peer)', () => {
+    const table = goals([
+      output('latency', [{ metric: 'p50', unit: 'ms', service: 4.28, reference: 1.91 }]),
+      output('hot', [{ metric: 'allocations/s (limit: single-item tx)', unit: '/s', service: 3580, limit: 700, reference: 500 }]),
+    ]);
+    expect(table.get('lone credit p50 ≤ 1.0 × obvious-queue peer')).toEqual(['—', 'not measured']);
+    expect(table.get('hot quest ≥ 10 × obvious-queue peer')).toEqual(['—', 'not measured']);
+    expect(table.get('hot quest ≥ 10 × lean reference')).toEqual(['3,580/s vs 500/s = 7.16×', 'MISSED']);
+  });
 });

@@ -60,16 +60,23 @@ const ofLimit =
     };
   };
 
-/** service ÷ the reference service (a plain synchronous Fastify + postgres.js service). */
-const ofReference =
-  (scenario: string, metric: string, unit: Unit) =>
+/**
+ * service ÷ a side's figure in the same row: the reference service (a plain synchronous Fastify +
+ * postgres.js service) or the obvious-queue peer (one BullMQ job per request, `waitUntilFinished`).
+ */
+const versus =
+  (side: 'reference' | 'peer', scenario: string, metric: string, unit: Unit) =>
   (res: Results): Figure | undefined => {
     const r = res.find(scenario, metric);
     const v = num(r);
-    if (v === undefined || typeof r?.reference !== 'number' || !(r.reference > 0)) return undefined;
-    const x = v / r.reference;
-    return { value: x, text: `${formatValue(v, unit)} vs ${formatValue(r.reference, unit)} = ${x.toFixed(2)}×` };
+    const other = r?.[side];
+    if (v === undefined || typeof other !== 'number' || !(other > 0)) return undefined;
+    const x = v / other;
+    return { value: x, text: `${formatValue(v, unit)} vs ${formatValue(other, unit)} = ${x.toFixed(2)}×` };
   };
+
+const ofReference = (scenario: string, metric: string, unit: Unit) => versus('reference', scenario, metric, unit);
+const ofPeer = (scenario: string, metric: string, unit: Unit) => versus('peer', scenario, metric, unit);
 
 /** The CLI's time, with the in-process limit's (the @quest/db function it calls) in brackets. */
 const cliBesideLimit =
@@ -159,6 +166,20 @@ export const GOALS: Goal[] = [
   },
   { name: 'hot quest ≥ 10 × lean reference', figure: ofReference('hot', SINGLE, '/s'), compare: '>=', target: 10 },
   { name: 'hot quest p99 ≤ 50 ms', figure: measured('hot', 'p99', 'ms'), compare: '<=', target: 50 },
+  {
+    name: 'lone credit p50 ≤ 1.0 × obvious-queue peer',
+    figure: ofPeer('latency', 'p50', 'ms'),
+    compare: '<=',
+    target: 1,
+  },
+  {
+    name: 'CPU per lone credit ≤ 1.0 × obvious-queue peer',
+    figure: ofPeer('latency', 'CPU per allocation', 'ms'),
+    compare: '<=',
+    target: 1,
+  },
+  { name: 'throughput ≥ 4 × obvious-queue peer', figure: ofPeer('throughput', SINGLE, '/s'), compare: '>=', target: 4 },
+  { name: 'hot quest ≥ 10 × obvious-queue peer', figure: ofPeer('hot', SINGLE, '/s'), compare: '>=', target: 10 },
   { name: '4. batch ≥ 30,000 credits/s', figure: measured('batch', 'credits/s,', '/s'), compare: '>=', target: 30_000 },
   { name: 'batches endpoint ≥ 0.9 × bulk-apply limit', figure: ofLimit('batch', 'credits/s,', '/s'), compare: '>=', target: 0.9 },
   {

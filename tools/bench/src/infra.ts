@@ -14,6 +14,8 @@ export interface BenchInfra {
   /** Small pool for seeding and audits. */
   sql: Sql;
   redis: Redis;
+  /** Run `fn` on cleanup() too, before the bench's own database and keys go (a peer's database and prefix). */
+  alsoCleanUp(fn: () => Promise<void>): void;
   cleanup(): Promise<void>;
 }
 
@@ -30,8 +32,13 @@ export async function createInfra(opts: { pgUrl: string; redisUrl: string; tag: 
   redis.on('error', () => {});
   let cleaned: Promise<void> | undefined;
   let sql: Sql | undefined;
+  const extra: (() => Promise<void>)[] = [];
+  const alsoCleanUp = (fn: () => Promise<void>) => {
+    extra.push(fn);
+  };
   const cleanup = () =>
     (cleaned ??= (async () => {
+      for (const fn of extra) await fn().catch((error) => console.error(`bench: cleanup: ${(error as Error).message}`));
       await sql?.end({ timeout: 2 }).catch(() => {});
       try {
         await dropDatabase(withDatabase(opts.pgUrl, 'postgres'), dbName);
@@ -52,7 +59,7 @@ export async function createInfra(opts: { pgUrl: string; redisUrl: string; tag: 
     await redis.ping();
     await migrate(databaseUrl);
     sql = createSql(databaseUrl, { max: 4, applicationName: 'quest-bench' });
-    return { serverUrl: opts.pgUrl, dbName, databaseUrl, redisUrl: opts.redisUrl, prefix, sql, redis, cleanup };
+    return { serverUrl: opts.pgUrl, dbName, databaseUrl, redisUrl: opts.redisUrl, prefix, sql, redis, alsoCleanUp, cleanup };
   } catch (error) {
     await cleanup();
     throw error;

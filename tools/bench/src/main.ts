@@ -6,7 +6,7 @@ import { parseOptions } from './cli.ts';
 import type { BaseCtx } from './context.ts';
 import { type BenchInfra, createInfra } from './infra.ts';
 import { machineInfo, formatMachine } from './machine.ts';
-import { setBenchDatabase } from './probes/cpu.ts';
+import { addBenchDatabase } from './probes/cpu.ts';
 import { gitState, report } from './report.ts';
 import { runScenarios } from './run.ts';
 import { seedOwner } from './seed.ts';
@@ -88,7 +88,7 @@ async function main() {
   const redisUrl = redisCluster ? `redis-cluster://${redisCluster.nodes}` : opts.redisUrl;
   infra = await createInfra({ pgUrl: opts.pgUrl, redisUrl, tag });
   const { sql } = infra;
-  setBenchDatabase(infra.dbName);
+  addBenchDatabase(infra.dbName);
   const machine = await machineInfo(sql, infra.redis);
   const source = gitState();
   console.log(formatMachine(machine));
@@ -116,6 +116,7 @@ async function main() {
     ? await startService(base, {
         selected,
         reference: opts.reference,
+        peer: opts.peer,
         runtime: opts.runtime,
         profileArgs,
         env: serviceEnv(opts.env),
@@ -124,7 +125,8 @@ async function main() {
 
   const outputs = await runScenarios(base, ctx, { selected, opts, profileArgs });
 
-  const problems = (ctx ? [ctx.api, ...ctx.workers()] : []).map((s) => ({
+  const peer = ctx?.peer ? [ctx.peer.api, ctx.peer.worker] : [];
+  const problems = (ctx ? [ctx.api, ...ctx.workers(), ...peer] : []).map((s) => ({
     process: s.name,
     pid: s.pid,
     warnings: s.problems().length,

@@ -40,6 +40,9 @@ export async function measured<T>(
   // Same starting state for the service and its limit: the runs before left dead row versions
   // (quest and account updates) that would otherwise be pruned or vacuumed during this one.
   await ctx.infra.sql`vacuum (analyze) quests, accounts, payouts, allocation_rejections, batches`;
+  // The obvious-queue peer's database too: each side starts from the same state.
+  const peerSql = (ctx as Partial<Pick<Ctx, 'peer'>>).peer?.sql;
+  if (peerSql) await peerSql`vacuum (analyze) quests, accounts, payouts`;
   const q = await waitForQuiet(Math.min(ctx.cfg.quick ? 10 : 90, ctx.quietBudget.remainingS));
   ctx.quietBudget.remainingS = Math.max(0, ctx.quietBudget.remainingS - q.waitedS);
   if (q.waitedS > 1.5)
@@ -96,9 +99,20 @@ export async function measured<T>(
   return { result, cpu, wallS, io, redis };
 }
 
+/** application_name prefix → whom a backend works for; the first that matches wins. */
+const APPLICATIONS: readonly [prefix: string, who: string][] = [
+  ['quest-api', 'API queries'],
+  ['quest-worker', 'worker transactions'],
+  ['quest-bench-reference', 'reference queries'],
+  ['quest-bench-peer', 'peer transactions'],
+  ['quest-bench-limit', 'limit transactions'],
+  ['quest-bench', 'bench checks'],
+];
+
 /**
  * Who each bench-database backend works for (pg_stat_activity: application_name, backend type),
- * so PostgreSQL's CPU splits into API queries, worker transactions, limit transactions, autovacuum.
+ * so PostgreSQL's CPU splits into API queries, worker transactions, limit transactions, the peers'
+ * queries, autovacuum.
  */
 async function backendLabels(ctx: BaseCtx, pids: string[]): Promise<Map<string, string>> {
   const labels = new Map<string, string>();
@@ -110,17 +124,7 @@ async function backendLabels(ctx: BaseCtx, pids: string[]): Promise<Map<string, 
     const who =
       r.backend_type === 'autovacuum worker'
         ? 'autovacuum'
-        : a.startsWith('quest-api')
-          ? 'API queries'
-          : a.startsWith('quest-worker')
-            ? 'worker transactions'
-            : a.startsWith('quest-bench-reference')
-              ? 'reference queries'
-              : a.startsWith('quest-bench-limit')
-                ? 'limit transactions'
-                : a.startsWith('quest-bench')
-                  ? 'bench checks'
-                  : a || r.backend_type;
+        : (APPLICATIONS.find(([prefix]) => a.startsWith(prefix))?.[1] ?? (a || r.backend_type));
     labels.set(String(r.pid), `postgres: ${who}`);
   }
   return labels;

@@ -4,6 +4,7 @@ import { createNumberedAccounts } from '@quest/testing/seed';
 import type { ScenarioName } from './config.ts';
 import type { BaseCtx, Ctx } from './context.ts';
 import { runLoad } from './http-load.ts';
+import { startPeer } from './peer.ts';
 import { seedQuests } from './seed.ts';
 import { type Service, type ServiceEnv, startApi, startReference, startWorkerProcess, waitForPool } from './services.ts';
 import { WEBHOOK_BATCH_ITEMS } from './scenarios/webhooks.ts';
@@ -13,6 +14,8 @@ export interface ServiceOptions {
   selected: ReadonlySet<ScenarioName>;
   /** Run the reference service beside the service (latency, throughput and hot compare against it). */
   reference: boolean;
+  /** Run the obvious-queue peer beside the service (the same scenarios compare against it). */
+  peer: boolean;
   runtime: 'tsx' | 'bundle';
   /** node flags for a spawned process of the role (--cpu-prof when profiling it). */
   profileArgs(role: 'api' | 'worker'): string[];
@@ -65,23 +68,27 @@ export async function startService(base: BaseCtx, o: ServiceOptions): Promise<Ct
   log(`starting the API and ${cfg.workers} workers (${o.runtime})`);
   const [api] = await Promise.all([startApi(env, profileArgs('api')), startWorkers(cfg.workers)]);
   log(`API at ${api.baseUrl}; workers ${workers.map((w) => `${w.name}(pid ${w.pid})`).join(', ')}`);
-  const wantsReference =
-    o.reference && ['latency', 'throughput', 'hot', 'open-loop'].some((n) => selected.has(n as ScenarioName));
-  const reference = wantsReference ? await startReference({ DATABASE_URL: base.infra.databaseUrl }) : undefined;
+  const compared = ['latency', 'throughput', 'hot', 'open-loop'].some((n) => selected.has(n as ScenarioName));
+  const reference = o.reference && compared ? await startReference({ DATABASE_URL: base.infra.databaseUrl }) : undefined;
   if (reference) log(`reference service at ${reference.baseUrl}`);
+  // The peer's one queue is not laid out for a cluster (its keys would need one hash tag).
+  const onCluster = base.infra.redisUrl.startsWith('redis-cluster:');
+  if (o.peer && compared && onCluster) log('obvious-queue peer skipped: it runs on a single Redis, not a cluster');
+  const peer = o.peer && compared && !onCluster ? await startPeer(base, cfg.accountPool) : undefined;
 
   const warmQuests = await seedQuests(base.infra.sql, base.owner.ownerId, 32, 'warm-up');
+  const peerWarmQuests = peer ? await seedQuests(peer.sql, peer.owner.ownerId, 32, 'warm-up') : [];
   const warm = async () => {
     const r = rng(99);
     // Unmeasured: connections, JIT and caches warm before the first measured run.
-    const load = (baseUrl: string) =>
+    const load = (baseUrl: string, apiKey = base.owner.apiKey, quests = warmQuests) =>
       runLoad({
         baseUrl,
-        apiKey: base.owner.apiKey,
+        apiKey,
         connections: 16,
         durationS: cfg.warmupS,
         pick: () => ({
-          questId: warmQuests[Math.floor(r() * warmQuests.length)]!,
+          questId: quests[Math.floor(r() * quests.length)]!,
           address: accounts[Math.floor(r() * cfg.accountPool)]!,
         }),
       });
@@ -91,15 +98,20 @@ export async function startService(base: BaseCtx, o: ServiceOptions): Promise<Ct
       const wr = await load(reference.baseUrl);
       log(`warm-up: reference service ${wr.ok200} allocations (not measured)`);
     }
+    if (peer) {
+      const wp = await load(peer.api.baseUrl, peer.owner.apiKey, peerWarmQuests);
+      log(`warm-up: obvious-queue peer ${wp.ok200} allocations (not measured)`);
+    }
   };
   await warm();
 
   const ctx: Ctx = {
     ...base,
-    services: () => [api, ...workers, ...(reference ? [reference] : [])],
+    services: () => [api, ...workers, ...(reference ? [reference] : []), ...(peer ? [peer.api, peer.worker] : [])],
     accounts,
     api,
     ...(reference ? { reference } : {}),
+    ...(peer ? { peer } : {}),
     workers: () => workers,
     async restartWorkers(n) {
       log(`restarting workers: ${workers.length} → ${n}`);

@@ -12,7 +12,7 @@ import { until } from '@quest/testing/wait';
  */
 
 export interface Service extends ServiceProcess {
-  role: 'api' | 'worker' | 'reference';
+  role: 'api' | 'worker' | 'reference' | 'peer';
   name: string;
 }
 
@@ -26,13 +26,12 @@ const entries = {
   api: ENTRIES.api as string,
   worker: ENTRIES.worker as string,
   reference: 'tools/bench/src/reference-server.ts',
+  peerApi: 'tools/bench/src/peer-api.ts',
+  peerWorker: 'tools/bench/src/peer-worker.ts',
   admin: ENTRIES.admin as string,
 };
-export function useEntries(e: { api: string; worker: string; reference: string; admin: string }) {
-  entries.api = e.api;
-  entries.worker = e.worker;
-  entries.reference = e.reference;
-  entries.admin = e.admin;
+export function useEntries(e: typeof entries) {
+  Object.assign(entries, e);
 }
 
 /** The quest-admin entry the CLI scenarios run (relative to the repository root, or absolute). */
@@ -73,6 +72,25 @@ export async function startApi(env: ServiceEnv, nodeArgs: string[] = []): Promis
 /** Start the reference service (reference-server.ts: a plain synchronous Fastify + postgres.js service). */
 export async function startReference(env: { DATABASE_URL: string }): Promise<Service & { baseUrl: string }> {
   return track(await startHttpProcess(entries.reference, env, { ...BENCH_PROCESS, name: 'reference' }), 'reference', 'reference');
+}
+
+/**
+ * Start the obvious-queue peer (peer-api.ts, peer-worker.ts): its worker, then its API, ready
+ * once /readyz says the queue has a worker. Env: DATABASE_URL, REDIS_URL, PEER_PREFIX.
+ */
+export async function startPeerProcesses(env: {
+  DATABASE_URL: string;
+  REDIS_URL: string;
+  PEER_PREFIX: string;
+}): Promise<{ api: Service & { baseUrl: string }; worker: Service }> {
+  const worker = track(spawnProcess(entries.peerWorker, env, BENCH_PROCESS), 'peer', 'peer-worker');
+  try {
+    const api = await startHttpProcess(entries.peerApi, env, { ...BENCH_PROCESS, name: 'peer-api' });
+    return { api: track(api, 'peer', 'peer-api'), worker };
+  } catch (error) {
+    await worker.stop('SIGKILL');
+    throw new Error(`${(error as Error).message}\npeer worker output:\n${worker.output()}`);
+  }
 }
 
 export function startWorkerProcess(env: ServiceEnv, workerId: string, nodeArgs: string[] = []): Service {

@@ -61,6 +61,20 @@ describe('formatting', () => {
     expect(t).toContain('0.50');
     expect(t).toContain('1,000/s');
   });
+  it('results table sets the service beside the reference and the obvious-queue peer', () => {
+    const row = { scenario: 's', metric: 'm', unit: '/s' as const, service: 2000, reference: 1000, peer: 500, status: 'PASS' };
+    const [, , body] = resultsTable([row]).split('\n');
+    const cells = body!.split('|').map((c) => c.trim());
+    expect(cells.slice(6, 10)).toEqual(['1,000/s', '2.00', '500/s', '4.00']);
+    // A text figure of the peer is shown, with no ratio.
+    const [, , text] = resultsTable([{ ...row, unit: 'text', service: '62.2 (5.1)', peer: '61.0 (6.0)' }]).split('\n');
+    expect(
+      text!
+        .split('|')
+        .map((c) => c.trim())
+        .slice(8, 10),
+    ).toEqual(['61.0 (6.0)', '—']);
+  });
 });
 
 describe('helpers', () => {

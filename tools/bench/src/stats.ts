@@ -91,10 +91,29 @@ export interface Row {
   ratio?: number | null;
   /** The same figure for the reference service (a plain synchronous Fastify + postgres.js service). */
   reference?: number | null;
+  /** The same figure for the obvious-queue peer (one BullMQ job per request, `waitUntilFinished`, one worker). */
+  peer?: number | string | null;
   status: string;
 }
 
-export const TABLE_HEADER = ['scenario', 'metric', 'service', 'limit', 'ratio', 'reference', 'vs ref', 'status'] as const;
+export const TABLE_HEADER = [
+  'scenario',
+  'metric',
+  'service',
+  'limit',
+  'ratio',
+  'reference',
+  'vs ref',
+  'peer',
+  'vs peer',
+  'status',
+] as const;
+
+/** The service's figure ÷ a side's, as the table shows it ('—' when either is missing). */
+function versus(row: Row, other: number | string | null | undefined): string {
+  const v = typeof row.service === 'number' && typeof other === 'number' ? ratio(row.service, other) : null;
+  return v === null ? '—' : v.toFixed(2);
+}
 
 export function rowCells(row: Row): string[] {
   const r = row.ratio !== undefined ? row.ratio : typeof row.service === 'number' ? ratio(row.service, row.limit) : null;
@@ -105,10 +124,9 @@ export function rowCells(row: Row): string[] {
     row.limit === undefined ? '—' : formatValue(row.limit, row.unit),
     r === null ? '—' : `${r.toFixed(2)}`,
     row.reference === undefined ? '—' : formatValue(row.reference, row.unit),
-    (() => {
-      const v = typeof row.service === 'number' ? ratio(row.service, row.reference) : null;
-      return v === null ? '—' : `${v.toFixed(2)}`;
-    })(),
+    versus(row, row.reference),
+    row.peer === undefined ? '—' : formatValue(row.peer, row.unit),
+    versus(row, row.peer),
     row.status,
   ];
 }
@@ -132,7 +150,7 @@ export function markdownTable(
 }
 
 export function resultsTable(rows: readonly Row[]): string {
-  return markdownTable(TABLE_HEADER, rows.map(rowCells), ['l', 'l', 'r', 'r', 'r', 'r', 'r', 'l']);
+  return markdownTable(TABLE_HEADER, rows.map(rowCells), ['l', 'l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'l']);
 }
 
 /** Deterministic, fast PRNG (mulberry32) so runs pick the same quest/account sequences. */

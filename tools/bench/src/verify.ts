@@ -1,3 +1,4 @@
+import type { Sql } from '@quest/db';
 import { type AuditResult, auditLedger, checkCredits, waitForDrain } from './audit.ts';
 import type { BatchHttpResult } from './batch-http.ts';
 import type { ScenarioName } from './config.ts';
@@ -17,14 +18,15 @@ export function sumValues(o: Record<string, number>): number {
   return Object.values(o).reduce((a, b) => a + b, 0);
 }
 
-export async function verifyLoad(ctx: Ctx, questIds: number[], load: LoadResult): Promise<Verdict> {
+/** `sql`: the database the run's rows are in (the obvious-queue peer has its own). */
+export async function verifyLoad(ctx: Ctx, questIds: number[], load: LoadResult, sql: Sql = ctx.infra.sql): Promise<Verdict> {
   const reasons: string[] = [];
   if (load.accepted202 > 0) {
     const drained = await waitForDrain(ctx.infra.redis, ctx.infra.prefix, ctx.cfg.partitions, 60_000);
     if (!drained) reasons.push('queues did not drain within 60 s');
   }
   const inFlightAtStop = Math.max(0, load.sent - load.received);
-  const credits = await checkCredits(ctx.infra.sql, questIds, load.payoutIds, inFlightAtStop + load.accepted202);
+  const credits = await checkCredits(sql, questIds, load.payoutIds, inFlightAtStop + load.accepted202);
   const non2xx = sumValues(load.otherStatus);
   if (non2xx) reasons.push(`${non2xx} non-2xx (${JSON.stringify(load.otherStatus)})`);
   if (load.errors || load.timeouts) reasons.push(`${load.errors} connection errors, ${load.timeouts} timeouts`);

@@ -61,10 +61,13 @@ const OTHER = 'other processes (not this bench)';
 const EXITED_CHILDREN = 'exited child processes of the bench (quest-admin CLI runs)';
 const OTHER_PG = 'other processes: postgres backends of other databases';
 
-let benchDatabase = '';
-/** The bench database's name, to tell its PostgreSQL backends from those of other users of the server. */
-export function setBenchDatabase(name: string) {
-  benchDatabase = name;
+const benchDatabases = new Set<string>();
+/**
+ * A database of this bench (its own, the obvious-queue peer's), to tell its PostgreSQL backends from
+ * those of other users of the server.
+ */
+export function addBenchDatabase(name: string) {
+  benchDatabases.add(name);
 }
 
 /**
@@ -79,7 +82,7 @@ function postgresGroup(pid: string): string {
   } catch {
     return OTHER_PG;
   }
-  if (benchDatabase && title.split(/\s+/).includes(benchDatabase)) return BENCH_DB_GROUP;
+  if (title.split(/\s+/).some((word) => benchDatabases.has(word))) return BENCH_DB_GROUP;
   // A parallel query's helper names only its leader backend: it works for the leader's database.
   const leader = /: parallel worker for PID (\d+)/.exec(title)?.[1];
   if (leader) return postgresGroup(leader);

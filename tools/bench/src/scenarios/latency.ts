@@ -9,7 +9,7 @@ import { measured, withLimitPool } from '../measure.ts';
 import { seedQuests } from '../seed.ts';
 import { formatValue, rng } from '../stats.ts';
 import { finish, lean, verifyDirect, verifyLoad } from '../verify.ts';
-import { referenceRun } from './runs.ts';
+import { sideRun } from './runs.ts';
 
 interface Quantiles {
   p50: number;
@@ -50,6 +50,13 @@ async function queueFloor(ctx: Ctx, requests: number): Promise<QueueFloor> {
   return JSON.parse(stdout.trim().split('\n').at(-1)!);
 }
 
+/** "62.2 (5.1)": Redis commands per allocation over a run (of which Lua scripts), all clients of the server. */
+function redisPerAllocation(redis: { commands: number; scripts: number } | undefined, allocations: number): string | null {
+  if (!redis) return null;
+  const per = (n: number) => (n / Math.max(1, allocations)).toFixed(1);
+  return `${per(redis.commands)} (${per(redis.scripts)})`;
+}
+
 export async function latencyScenario(ctx: Ctx): Promise<ScenarioOutput> {
   const { cfg, infra, owner } = ctx;
   const n = cfg.latencyRequests;
@@ -79,7 +86,8 @@ export async function latencyScenario(ctx: Ctx): Promise<ScenarioOutput> {
   );
   const v1 = await verifyLoad(ctx, [svcQuest!], load);
 
-  const ref = await referenceRun(ctx, 'latency', { connections: 1, amount: n, quests: 1, seed: 1 });
+  const ref = await sideRun(ctx, 'reference', 'latency', { connections: 1, amount: n, quests: 1, seed: 1 });
+  const peer = await sideRun(ctx, 'peer', 'latency', { connections: 1, amount: n, quests: 1, seed: 1 });
   ctx.log(`latency: queue floor, ${n} sequential no-op requests through the queue`);
   const floor = await queueFloor(ctx, n);
   const ms = (v: number) => formatValue(v, 'ms');
@@ -101,18 +109,31 @@ export async function latencyScenario(ctx: Ctx): Promise<ScenarioOutput> {
   return finish(
     ctx,
     'latency',
-    [v1, v2, ...(ref ? [ref.verdict] : [])],
+    [v1, v2, ...(ref ? [ref.verdict] : []), ...(peer ? [peer.verdict] : [])],
     [
-      { metric: 'p50', unit: 'ms', service: load.latency.p50, limit: direct.latency.p50, reference: ref?.load.latency.p50 },
-      { metric: 'p90', unit: 'ms', service: load.latency.p90, limit: direct.latency.p90, reference: ref?.load.latency.p90 },
-      { metric: 'p99', unit: 'ms', service: load.latency.p99, limit: direct.latency.p99, reference: ref?.load.latency.p99 },
-      { metric: 'allocations/s (1 client)', unit: '/s', service: load.rate, limit: direct.rate, reference: ref?.load.rate },
+      ...(['p50', 'p90', 'p99'] as const).map((q) => ({
+        metric: q,
+        unit: 'ms' as const,
+        service: load.latency[q],
+        limit: direct.latency[q],
+        reference: ref?.load.latency[q],
+        peer: peer?.load.latency[q],
+      })),
+      {
+        metric: 'allocations/s (1 client)',
+        unit: '/s',
+        service: load.rate,
+        limit: direct.rate,
+        reference: ref?.load.rate,
+        peer: peer?.load.rate,
+      },
       {
         metric: 'CPU per allocation (all processes)',
         unit: 'ms',
         service: cpuPerCredit(svcCpu, load.ok200, 'service'),
         limit: cpuPerCredit(limitCpu, direct.completed, 'limit'),
         reference: ref ? cpuPerCredit(ref.cpu, ref.load.ok200, 'reference') : undefined,
+        peer: peer ? cpuPerCredit(peer.cpu, peer.load.ok200, 'peer') : undefined,
       },
       {
         metric: 'I/O system calls per allocation (API + workers)',
@@ -120,6 +141,7 @@ export async function latencyScenario(ctx: Ctx): Promise<ScenarioOutput> {
         service: perCredit(ioCalls(svcIo, ['api', 'workers']), load.ok200),
         limit: undefined,
         reference: ref ? perCredit(ioCalls(ref.io, ['reference']), ref.load.ok200) : undefined,
+        peer: peer ? perCredit(ioCalls(peer.io, ['peer']), peer.load.ok200) : undefined,
       },
       {
         metric: 'idle: CPU of the service per second, no requests (all processes)',
@@ -154,16 +176,16 @@ export async function latencyScenario(ctx: Ctx): Promise<ScenarioOutput> {
       {
         metric: 'Redis commands per allocation (of which Lua scripts)',
         unit: 'text',
-        service: svcRedis
-          ? `${(svcRedis.commands / Math.max(1, load.ok200)).toFixed(1)} (${(svcRedis.scripts / Math.max(1, load.ok200)).toFixed(1)})`
-          : null,
+        service: redisPerAllocation(svcRedis, load.ok200),
         limit: undefined,
+        peer: peer ? redisPerAllocation(peer.redis, peer.load.ok200) : undefined,
       },
     ],
     {
       service: { ...lean(load), cpu: svcCpu, io: svcIo, redis: svcRedis },
       limit: { ...lean(direct), cpu: limitCpu },
       reference: ref && { ...lean(ref.load), cpu: ref.cpu, io: ref.io },
+      peer: peer && { ...lean(peer.load), cpu: peer.cpu, io: peer.io, redis: peer.redis },
       queueFloor: floor,
     },
     [
@@ -174,6 +196,12 @@ export async function latencyScenario(ctx: Ctx): Promise<ScenarioOutput> {
       cpuNote('latency (service)', load.elapsedS, svcCpu, load.ok200),
       cpuNote('latency (limit)', direct.elapsedS, limitCpu, direct.completed),
       ...(ref ? [cpuNote('latency (reference)', ref.load.elapsedS, ref.cpu, ref.load.ok200)] : []),
+      ...(peer
+        ? [
+            cpuNote('latency (peer)', peer.load.elapsedS, peer.cpu, peer.load.ok200),
+            `latency (peer): I/O system calls per allocation: ${ioNote(peer.io, peer.load.ok200)}`,
+          ]
+        : []),
     ],
   );
 }

@@ -3,7 +3,7 @@ import { cpuNote, cpuPerCredit } from '../figures.ts';
 import { shareText } from '../jobs.ts';
 import { formatValue, type Row } from '../stats.ts';
 import { finish, lean, sumValues } from '../verify.ts';
-import { coalescedLimit, referenceRun, singleLimit, throughputServiceRun } from './runs.ts';
+import { coalescedLimit, sideRun, singleLimit, throughputServiceRun } from './runs.ts';
 
 export async function throughputScenario(
   ctx: Ctx,
@@ -23,15 +23,16 @@ export async function throughputScenario(
     cpuNote(`${which} (service)`, svc.load.elapsedS, svc.cpu, svc.load.ok200),
   ];
   const verdicts = [svc.verdict];
-  const ref = await referenceRun(ctx, which, {
-    connections: cfg.connections,
-    quests: hot ? 1 : cfg.throughputQuests,
-    durationS,
-    seed: hot ? 3 : 2,
-  });
-  if (ref) {
-    verdicts.push(ref.verdict);
-    notes.push(cpuNote(`${which} (reference)`, ref.load.elapsedS, ref.cpu, ref.load.ok200));
+  const sideLoad = { connections: cfg.connections, quests: hot ? 1 : cfg.throughputQuests, durationS, seed: hot ? 3 : 2 };
+  const ref = await sideRun(ctx, 'reference', which, sideLoad);
+  const peer = await sideRun(ctx, 'peer', which, sideLoad);
+  for (const [side, run] of [
+    ['reference', ref],
+    ['peer', peer],
+  ] as const) {
+    if (!run) continue;
+    verdicts.push(run.verdict);
+    notes.push(cpuNote(`${which} (${side})`, run.load.elapsedS, run.cpu, run.load.ok200));
   }
   let single: Awaited<ReturnType<typeof singleLimit>> | undefined;
   let coalesced: Awaited<ReturnType<typeof coalescedLimit>> | undefined;
@@ -58,6 +59,7 @@ export async function throughputScenario(
       service: svc.load.rate,
       limit: single?.direct.rate ?? null,
       reference: ref?.load.rate,
+      peer: peer?.load.rate,
     },
     {
       metric: 'allocations/s (limit: coalesced lists)',
@@ -71,6 +73,7 @@ export async function throughputScenario(
       service: svc.load.latency.p50,
       limit: single?.direct.latency.p50 ?? null,
       reference: ref?.load.latency.p50,
+      peer: peer?.load.latency.p50,
     },
     {
       metric: 'p99',
@@ -78,6 +81,7 @@ export async function throughputScenario(
       service: svc.load.latency.p99,
       limit: single?.direct.latency.p99 ?? null,
       reference: ref?.load.latency.p99,
+      peer: peer?.load.latency.p99,
     },
     {
       metric: 'CPU per allocation (all processes)',
@@ -85,6 +89,7 @@ export async function throughputScenario(
       service: cpuPerCredit(svc.cpu, svc.load.ok200, 'service'),
       limit: single ? cpuPerCredit(single.cpu, single.direct.completed, 'limit') : null,
       reference: ref ? cpuPerCredit(ref.cpu, ref.load.ok200, 'reference') : undefined,
+      peer: peer ? cpuPerCredit(peer.cpu, peer.load.ok200, 'peer') : undefined,
     },
     { metric: 'non-2xx / 202', unit: 'text', service: `${non2xx} / ${svc.load.accepted202}`, limit: undefined },
   ];
@@ -94,6 +99,7 @@ export async function throughputScenario(
     limitSingle: single && { ...lean(single.direct), cpu: single.cpu },
     limitCoalesced: coalesced && lean(coalesced.direct),
     reference: ref && { ...lean(ref.load), cpu: ref.cpu },
+    peer: peer && { ...lean(peer.load), cpu: peer.cpu, redis: peer.redis },
   };
   const out = await finish(ctx, which, verdicts, rows, raw, notes);
   return { out, svc };
