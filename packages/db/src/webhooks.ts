@@ -8,9 +8,28 @@ import { type EndpointRow, markEndpointDeleted } from './endpoints.ts';
  * the commands that change both, each in one transaction.
  */
 
-export * from './deliveries.ts';
-export * from './delivery-reads.ts';
-export * from './endpoints.ts';
+// The commands and reads callers use; the statements other writers compose (fan-out, purge,
+// health, and the halves of deleteEndpoint) stay inside the package.
+export {
+  type AttemptRecord,
+  claimDueDeliveries,
+  type DeliveryGroup,
+  type QueuedDelivery,
+  recordAttempts,
+  replayEvents,
+  touchDeliveries,
+} from './deliveries.ts';
+export {
+  type DeliveryEndpoint,
+  type DeliveryLogRow,
+  type DeliveryWork,
+  deliveryCounts,
+  findStrandedDeliveries,
+  getDeliveryWorks,
+  listDeliveries,
+  type StrandedDelivery,
+} from './delivery-reads.ts';
+export { type EndpointRow, getEndpoint, insertEndpoint, listEndpoints, rotateEndpointSecret } from './endpoints.ts';
 
 /** Delete (soft: its delivery log stays) an owner's endpoint and drop its pending deliveries, in one transaction. */
 export function deleteEndpoint(sql: Sql, id: string, ownerId: string): Promise<EndpointRow | undefined> {
