@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join, normalize } from 'node:path';
 import { REPO_ROOT } from '@quest/testing/processes';
 import { describe, expect, it } from 'vitest';
+import { buildProgram } from '../../apps/admin/src/program.ts';
 import { anchors, codeBlocks, PAGES, readPage } from './markdown.ts';
 
 /**
@@ -28,6 +29,33 @@ describe('README.md and docs/', () => {
         problems.push(`${where}: a shell block starts with "# not run by the docs test: <reason>"`);
     }
     expect(problems).toEqual([]);
+  });
+
+  it('names only quest-admin commands and subcommands that exist', () => {
+    // The program as the CLI builds it; nothing runs, so the context only needs what option texts read.
+    const ctx = { json: false, config: { API_BASE_URL: 'http://127.0.0.1:3000' }, origin: { env: {}, cwd: REPO_ROOT } };
+    const program = buildProgram(ctx as unknown as Parameters<typeof buildProgram>[0], () => {});
+    const known = new Map(program.commands.map((c) => [c.name(), new Set(c.commands.map((s) => s.name()))]));
+    const wrong: string[] = [];
+    for (const page of PAGES) {
+      // Commands as the docs show them: each line of a code block, each code span of the prose (which
+      // may wrap a line).
+      let fenced = false;
+      const outside: string[] = [];
+      for (const line of readPage(page).split('\n')) {
+        if (/^\s*```/.test(line)) fenced = !fenced;
+        else if (!fenced) outside.push(line);
+      }
+      const prose = outside.join(' ');
+      const spans = [...prose.matchAll(/`([^`]+)`/g)].map((m) => m[1]!.replace(/\s+/g, ' '));
+      const lines = codeBlocks(page).flatMap((b) => b.body.split('\n'));
+      const code = [...spans, ...lines].join('\n');
+      for (const [text, command, sub] of code.matchAll(/quest-admin ([a-z][a-z-]*)(?: ([a-z][a-z-]*))?/g)) {
+        const subs = known.get(command!);
+        if (!subs || (subs.size > 0 && sub !== undefined && !subs.has(sub))) wrong.push(`${page}: ${text}`);
+      }
+    }
+    expect(wrong).toEqual([]);
   });
 
   it('links only to files and headings that exist', () => {

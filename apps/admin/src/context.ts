@@ -49,6 +49,8 @@ export class Context {
   constructor(
     readonly config: AdminConfig,
     readonly io: Io,
+    /** The environment and directory the invocation was given (before the .env file). */
+    readonly origin: { env: Record<string, string | undefined>; cwd: string },
   ) {}
 
   db(): Promise<Sql> {

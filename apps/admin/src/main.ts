@@ -79,7 +79,7 @@ export async function main(
     if (jsonRequested(argv)) io.stdout(`${JSON.stringify({ error: { code: 'INVALID_CONFIGURATION', message } })}\n`);
     return EXIT.failed;
   }
-  const ctx = new Context(config, io);
+  const ctx = new Context(config, io, { env, cwd });
   // Known before parsing, so that a usage error (or --version) answers in JSON too.
   ctx.json = jsonRequested(argv);
   let output: CommandOutput | undefined;

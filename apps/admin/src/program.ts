@@ -264,6 +264,12 @@ export function buildProgram(ctx: Context, emit: (output: CommandOutput) => void
     .requiredOption('--endpoint <id>', 'webhook endpoint id (whe_…)', parseEndpointId)
     .requiredOption('--since <time>', 'ISO 8601 date or date-time, e.g. 2026-03-01T00:00:00Z', parseInstant)
     .action((opts) => run(async () => (await import('./commands/webhooks.ts')).webhookReplay(ctx, opts)));
+  webhooks
+    .command('local')
+    .description(
+      'Set up webhooks on this machine: append a new WEBHOOK_SECRET_KEY and WEBHOOK_ALLOW_PRIVATE_URLS=true to .env (settings already given are kept); then restart the API and the worker',
+    )
+    .action(() => run(async () => (await import('./commands/webhooks.ts')).webhookLocal(ctx)));
 
   program
     .command('status')

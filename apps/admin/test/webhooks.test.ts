@@ -1,4 +1,8 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadEnvironment, parseSecretKey } from '@quest/config';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertEvents, publishEvents } from '@quest/db';
 import { createOwner } from '@quest/db/owners';
@@ -42,5 +46,26 @@ describe('quest-admin webhooks', () => {
   it('says so when the endpoint does not exist, and refuses bad ids', async () => {
     expectFailure(await cli('webhooks', 'deliveries', '--endpoint', newId('whe')), /No webhook endpoint whe_/);
     expectUsageError(await cli('webhooks', 'replay', '--endpoint', 'nope', '--since', '2020-01-01'), /webhook endpoint id/);
+  });
+
+  it('local: one command sets up webhooks on this machine in the .env the API reads; a second run keeps the key', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'quest-admin-webhooks-local-'));
+    try {
+      const file = join(dir, '.env');
+      await writeFile(file, 'PORT=3917\n');
+      const first = await runCli(['webhooks', 'local'], { DATABASE_URL: db.url, ENV_FILE: file });
+      expect(first.code, first.stderr).toBe(0);
+      expect(first.stdout).toContain('Restart the API and the worker');
+      const written = await readFile(file, 'utf8');
+      // What the API and the worker read at start: the file's own line kept, a usable key, private URLs.
+      const { env } = loadEnvironment({ ENV_FILE: file }, dir);
+      expect(env).toMatchObject({ PORT: '3917', WEBHOOK_ALLOW_PRIVATE_URLS: 'true' });
+      expect(parseSecretKey(env.WEBHOOK_SECRET_KEY ?? '')).toHaveLength(32);
+      const again = jsonOf(await runCli(['webhooks', 'local', '--json'], { DATABASE_URL: db.url, ENV_FILE: file }));
+      expect(again).toEqual({ file, added: [], kept: ['WEBHOOK_SECRET_KEY', 'WEBHOOK_ALLOW_PRIVATE_URLS'] });
+      expect(await readFile(file, 'utf8')).toBe(written);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

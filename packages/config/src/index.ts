@@ -6,6 +6,7 @@ import { CLUSTER_NODES } from './vars.ts';
 export { ConfigError } from './errors.ts';
 export { databaseName, describeUrl, firstAddress, withAddress, withDatabase } from './urls.ts';
 export { findEnvFile, type LoadedEnvironment, loadEnvironment } from './env-file.ts';
+export { type LocalWebhookSetup, projectEnvFile, setUpLocalWebhooks } from './local-webhooks.ts';
 export { parseTrustProxy, type TrustProxy, trustProxyVar } from './trust-proxy.ts';
 export {
   boolVar,

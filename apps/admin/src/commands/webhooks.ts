@@ -1,4 +1,5 @@
 import { getEndpoint, listDeliveries, listEndpoints, replayEvents } from '@quest/db/webhooks';
+import { setUpLocalWebhooks } from '@quest/config';
 import { AdminError } from '@quest/db/admin-errors';
 import type { CommandOutput, Context } from '../context.ts';
 import { renderTable } from '../format.ts';
@@ -79,4 +80,17 @@ export async function webhookReplay(ctx: Context, opts: { endpoint: string; sinc
     json: { endpoint: opts.endpoint, since: opts.since.toISOString(), deliveries },
     text: `${deliveries} event${deliveries === 1 ? '' : 's'} since ${opts.since.toISOString()} queued for delivery to ${opts.endpoint}.`,
   };
+}
+
+/**
+ * Webhooks on this machine in one step: a fresh WEBHOOK_SECRET_KEY and WEBHOOK_ALLOW_PRIVATE_URLS=true
+ * appended to the .env the API and the worker read; a setting already given is kept.
+ */
+export function webhookLocal(ctx: Context): CommandOutput {
+  const done = setUpLocalWebhooks(ctx.origin.env, ctx.origin.cwd);
+  const kept = done.kept.length ? `Already set, kept: ${done.kept.join(', ')}.\n` : '';
+  const text = done.added.length
+    ? `Added to ${done.file}: ${done.added.join(', ')}.\n${kept}Restart the API and the worker (stop npm start, start it again) to use them: endpoints may then be http://127.0.0.1:… URLs.`
+    : `${kept}Nothing to add to ${done.file}: webhooks are set up (restart the API and the worker if they started before).`;
+  return { json: { file: done.file, added: done.added, kept: done.kept }, text };
 }
