@@ -26,7 +26,7 @@ export function registerCreditCommand(
   program
     .command('credit')
     .description(
-      'Credit points to accounts from a CSV (header "address,points") through the API, in batches, in file order. Re-running with the same file and --batch-size credits nothing twice (replayed rows are counted apart); failed rows go to <file>.failed.csv',
+      'Credit points to accounts from a CSV (header "address,points") through the API, in batches, in file order. Re-running with the same file and --batch-size credits nothing twice (replayed rows are counted apart); rows not credited go to <file>.failed.csv with their line and reason',
     )
     .requiredOption('--quest <questId>', 'quest id', parseRowId)
     .requiredOption('--key <apiKey>', "the quest owner's API key (sk_…)", parseApiKey)
@@ -58,7 +58,7 @@ export function registerCreditCommand(
     )
     .addHelpText(
       'after',
-      `\nExit status:\n  0  every row credited (by this run, or replayed from an earlier one)\n  ${EXIT.rowsNotCredited}  finished, but rows were not credited: they are in <file>.failed.csv with their codes\n  ${EXIT.failed}  stopped before the end; the last line says whether running the same command again finishes it\n  ${EXIT.usage}  usage error`,
+      `\nExit status:\n  0  every row credited (by this run, or replayed from an earlier one)\n  ${EXIT.rowsNotCredited}  finished, but rows were not credited: they are in <file>.failed.csv with their lines, codes and reasons\n  ${EXIT.failed}  stopped before the end; the last line says whether running the same command again finishes it\n  ${EXIT.usage}  usage error`,
     )
     .action((opts: Omit<CreditOptions, 'batchSizeGiven'>, command: Command) => {
       // The hints repeat --batch-size only when the operator typed it (commander knows where a value came from).

@@ -79,7 +79,7 @@ describe('replayed vs newly credited', () => {
     const s = summary(t, { failedFile: 'credits.csv.failed.csv' });
     expect(summaryText(s)).toMatch(/^Credited credits\.csv to quest 7, except 1 row \(see credits\.csv\.failed\.csv\)\n/);
     expect(closingHint(s)).toMatch(
-      /^The rows not credited are listed in credits\.csv\.failed\.csv with their codes; running the same command .* again changes nothing for them\./,
+      /^The rows not credited are listed in credits\.csv\.failed\.csv with their lines, codes and reasons; running the same command .* again changes nothing for them\./,
     );
     const none = new Tally();
     none.addReport({

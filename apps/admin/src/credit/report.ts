@@ -195,7 +195,7 @@ export function closingHint(s: Summary): string | undefined {
   const same = `the same command (same file${s.batchSizeGiven ? `, --batch-size ${s.batchSize}` : ''})`;
   if (!e) {
     if (!t.failed) return undefined;
-    return `The rows not credited are listed in ${s.failedFile ?? 'the failed-rows file'} with their codes; running ${same} again changes nothing for them. Credit corrected rows from a new file.`;
+    return `The rows not credited are listed in ${s.failedFile ?? 'the failed-rows file'} with their lines, codes and reasons; running ${same} again changes nothing for them. Credit corrected rows from a new file.`;
   }
   if (e.firstRun?.typed)
     return `Re-run with --batch-size ${e.firstRun.size}, the size ${s.file} was first credited with: its batches are then replayed, not credited again.`;
