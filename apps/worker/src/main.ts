@@ -78,8 +78,8 @@ if (replicationProblems.length > 0) {
 const replyRedis = producerConnection(config.REDIS_URL);
 replyRedis.on('error', () => {});
 const replies = new ReplySender(replyRedis, config.QUEUE_PREFIX);
-// The consumers' connection (waits for Redis, never times out): the partition pool and the
-// webhook delivery queue run on it and on duplicates of it.
+// The consumers' connection (waits for Redis, never times out): the partition pool, the webhook
+// delivery queue and worker, and the reconciler run on it and on duplicates of it.
 const queueRedis = redisConnection(config.REDIS_URL);
 queueRedis.on('error', () => {});
 const pool = new PartitionPool({
@@ -206,7 +206,7 @@ const dbSampler =
 if (dbSampler) sample();
 const reconciler = new Reconciler({
   sql,
-  redisUrl: config.REDIS_URL,
+  connection: queueRedis,
   prefix: config.QUEUE_PREFIX,
   partitions: config.QUEUE_PARTITIONS,
   memberId: config.WORKER_ID,

@@ -11,18 +11,12 @@ import {
   touchBatch,
   touchRequest,
 } from '@quest/db';
-import {
-  type DeliveryQueue,
-  type DeliveryRef,
-  PartitionQueues,
-  reconcilerLastRunKey,
-  reconcilerLockKey,
-  redisConnection,
-} from '@quest/queue';
+import { type DeliveryQueue, type DeliveryRef, PartitionQueues, reconcilerLastRunKey, reconcilerLockKey } from '@quest/queue';
 
 export interface ReconcilerOptions {
   sql: Sql;
-  redisUrl: string;
+  /** A consumer connection (no command timeout); the caller closes it, after stop(). */
+  connection: Redis;
   prefix: string;
   partitions: number;
   memberId: string;
@@ -82,8 +76,7 @@ export class Reconciler {
   readonly totals = { requests: 0, batches: 0, deliveries: 0 };
 
   constructor(private readonly opts: ReconcilerOptions) {
-    this.redis = redisConnection(opts.redisUrl);
-    this.redis.on('error', () => {});
+    this.redis = opts.connection;
     this.queues = new PartitionQueues(this.redis, opts);
   }
 
@@ -106,7 +99,6 @@ export class Reconciler {
     clearTimeout(this.timer);
     await Promise.race([this.running, new Promise((r) => setTimeout(r, 1000).unref())]);
     await this.queues.close();
-    this.redis.disconnect();
   }
 
   /** Take or renew the lease; run when this member holds it. */
@@ -122,11 +114,31 @@ export class Reconciler {
   }
 
   async run(): Promise<ReconcilerRun> {
-    const { sql, prefix, retentionSeconds } = this.opts;
-    const queues = this.queues;
-    await queues.ensureTopology();
+    await this.queues.ensureTopology();
+    const requests = await this.redriveRequests();
+    const batches = await this.redriveBatches();
+    const deliveries = await this.redriveDeliveries();
+    this.totals.requests += requests.redriven;
+    this.totals.batches += batches.redriven;
+    this.totals.deliveries += deliveries.redriven;
+    const run: ReconcilerRun = {
+      at: new Date().toISOString(),
+      member: this.opts.memberId,
+      requestsChecked: requests.checked,
+      requestsRedriven: requests.redriven,
+      batchesChecked: batches.checked,
+      batchesRedriven: batches.redriven,
+      deliveriesChecked: deliveries.checked,
+      deliveriesRedriven: deliveries.redriven,
+    };
+    await this.redis.set(reconcilerLastRunKey(this.opts.prefix), JSON.stringify(run));
+    return run;
+  }
 
-    // Requests answered 202 and still undecided.
+  /** Requests answered 202 and still undecided whose job is gone: one job per partition carries them again. */
+  private async redriveRequests(): Promise<{ checked: number; redriven: number }> {
+    const { sql, retentionSeconds } = this.opts;
+    const queues = this.queues;
     const requests = await findStrandedRequests(sql, { olderThanMs: this.opts.minAgeMs, limit: this.opts.limit });
     const byPartition = new Map<number, typeof requests>();
     for (const r of requests) {
@@ -139,94 +151,74 @@ export class Reconciler {
       if (list) list.push(r);
       else byPartition.set(p, [r]);
     }
-    let requestsRedriven = 0;
+    let redriven = 0;
     for (const [p, list] of byPartition) {
       const enqueuedAt = Date.now();
       const data: AllocateJobData = { items: list.map((r) => requestItem(r, enqueuedAt)) };
       const jobId = await queues.add(p, 'allocate', data, { retentionSeconds });
       for (const r of list) {
         await touchRequest(sql, { questId: r.quest_id, key: r.request_key, jobId, redriven: true });
-        this.opts.logger.info(
-          {
-            kind: 'request',
-            requestKind: r.kind,
-            questId: r.quest_id,
-            key: r.request_key,
-            jobId,
-            partition: p,
-            redrives: r.redrives + 1,
-          },
-          're-driven',
-        );
+        const { kind: requestKind, quest_id: questId, request_key: key } = r;
+        const fields = { kind: 'request', requestKind, questId, key, jobId, partition: p, redrives: r.redrives + 1 };
+        this.opts.logger.info(fields, 're-driven');
       }
-      requestsRedriven += list.length;
+      redriven += list.length;
       redrives.inc({ kind: 'request' }, list.length);
     }
+    return { checked: requests.length, redriven };
+  }
 
-    // Batches accepted and unfinished whose job is gone (a live one holds its deduplication id).
+  /** Batches accepted and unfinished whose job is gone (a live one holds its deduplication id). */
+  private async redriveBatches(): Promise<{ checked: number; redriven: number }> {
+    const { sql, retentionSeconds } = this.opts;
     const batches = await findStrandedBatches(sql, { olderThanMs: this.opts.minAgeMs, limit: this.opts.limit });
-    let batchesRedriven = 0;
+    let redriven = 0;
     for (const b of batches) {
-      const p = queues.partitionOf(b.quest_id);
-      if (await queues.deduplicatedJob(p, b.id)) {
+      const p = this.queues.partitionOf(b.quest_id);
+      if (await this.queues.deduplicatedJob(p, b.id)) {
         await touchBatch(sql, b.id, false);
         continue;
       }
-      const jobId = await queues.add(
-        p,
-        'batch',
-        { batchId: b.id, questId: b.quest_id },
-        { retentionSeconds, deduplicationId: b.id },
-      );
+      const data = { batchId: b.id, questId: b.quest_id };
+      const jobId = await this.queues.add(p, 'batch', data, { retentionSeconds, deduplicationId: b.id });
       await touchBatch(sql, b.id, true);
       this.opts.logger.info({ kind: 'batch', batchId: b.id, jobId, partition: p, redrives: b.redrives + 1 }, 're-driven');
-      batchesRedriven++;
+      redriven++;
       redrives.inc({ kind: 'batch' });
     }
+    return { checked: batches.length, redriven };
+  }
 
-    // Webhook deliveries handed to the queue long ago and still pending, whose job is gone: one
-    // question to Redis per job (a job carries a group of deliveries). A lost job is added again
-    // under its own id with the deliveries it still carries, never regrouped: a late copy of it
-    // (an add that was still on its way when Redis was asked) is the same job to BullMQ, or, once
-    // that one has finished, finds its deliveries recorded and sends nothing. Regrouping them under
-    // a new id let such a copy and the new job both send (docs/events.md).
-    const deliveries = this.opts.deliveryQueue
-      ? await findStrandedDeliveries(sql, { olderThanMs: this.opts.minAgeMs, limit: this.opts.limit })
-      : [];
+  /**
+   * Webhook deliveries handed to the queue long ago and still pending, whose job is gone: one
+   * question to Redis per job (a job carries a group of deliveries). A lost job is added again
+   * under its own id with the deliveries it still carries, never regrouped: a late copy of it (an
+   * add that was still on its way when Redis was asked) is the same job to BullMQ, or, once that
+   * one has finished, finds its deliveries recorded and sends nothing. Regrouping them under a new
+   * id let such a copy and the new job both send (docs/events.md).
+   */
+  private async redriveDeliveries(): Promise<{ checked: number; redriven: number }> {
+    const { sql, deliveryQueue } = this.opts;
+    if (!deliveryQueue) return { checked: 0, redriven: 0 };
+    const deliveries = await findStrandedDeliveries(sql, { olderThanMs: this.opts.minAgeMs, limit: this.opts.limit });
     const byJob = new Map<string, DeliveryRef[]>();
     for (const d of deliveries) {
       // A delivery handed to the queue names its job (set with enqueued_at, migration 00011).
-      const jobId = d.jobId;
-      if (jobId === null) continue;
-      const refs = byJob.get(jobId);
+      if (d.jobId === null) continue;
+      const refs = byJob.get(d.jobId);
       if (refs) refs.push({ id: d.id, attempt: d.attempt });
-      else byJob.set(jobId, [{ id: d.id, attempt: d.attempt }]);
+      else byJob.set(d.jobId, [{ id: d.id, attempt: d.attempt }]);
     }
-    let deliveriesRedriven = 0;
+    let redriven = 0;
     for (const [jobId, refs] of byJob) {
-      if (await this.opts.deliveryQueue!.carries(jobId)) continue;
-      await this.opts.deliveryQueue!.add([{ jobId, deliveries: refs }], this.opts.retentionSeconds);
+      if (await deliveryQueue.carries(jobId)) continue;
+      await deliveryQueue.add([{ jobId, deliveries: refs }], this.opts.retentionSeconds);
       this.opts.logger.info({ kind: 'delivery', jobId, count: refs.length, first: refs[0]!.id }, 're-driven');
       redrives.inc({ kind: 'delivery' }, refs.length);
-      deliveriesRedriven += refs.length;
+      redriven += refs.length;
     }
     // Alive or added again: either way their clocks restart, in one statement.
     await touchDeliveries(sql, deliveries);
-
-    this.totals.requests += requestsRedriven;
-    this.totals.batches += batchesRedriven;
-    this.totals.deliveries += deliveriesRedriven;
-    const run: ReconcilerRun = {
-      at: new Date().toISOString(),
-      member: this.opts.memberId,
-      requestsChecked: requests.length,
-      requestsRedriven,
-      batchesChecked: batches.length,
-      batchesRedriven,
-      deliveriesChecked: deliveries.length,
-      deliveriesRedriven,
-    };
-    await this.redis.set(reconcilerLastRunKey(prefix), JSON.stringify(run));
-    return run;
+    return { checked: deliveries.length, redriven };
   }
 }

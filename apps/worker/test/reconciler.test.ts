@@ -32,7 +32,7 @@ describe('the reconciler and webhook deliveries', () => {
     const before = (await redrives.get()).values.find((v) => v.labels.kind === 'delivery')?.value ?? 0;
     const reconciler = new Reconciler({
       sql,
-      redisUrl: redis.url,
+      connection,
       prefix: redis.prefix,
       partitions: 2,
       memberId: 'test',

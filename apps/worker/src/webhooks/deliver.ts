@@ -121,6 +121,21 @@ function carries(work: DeliveryWork, job: DeliveryGroupJob, attempt: number): bo
   return work.status === 'pending' && work.attempts === attempt - 1 && work.jobId === job.jobId;
 }
 
+/** The record of a delivery failed unattempted: its endpoint was deleted, or its event is gone. */
+function droppedRecord(work: DeliveryWork, attempt: number): AttemptRecord {
+  const error = work.endpoint.deleted ? 'endpoint deleted' : 'event deleted past retention';
+  return {
+    id: work.id,
+    attempt,
+    at: new Date(),
+    outcome: 'dropped',
+    responseStatus: null,
+    responseBody: null,
+    latencyMs: null,
+    error,
+  };
+}
+
 /**
  * One attempt of each delivery of a group: read them all (one query), sign each event (each
  * endpoint's secrets decrypted once), POST each — one event per POST, `concurrency` at a time —
@@ -139,20 +154,8 @@ export async function deliverGroup(deps: DeliverDeps, job: DeliveryGroupJob): Pr
     job.deliveries.map((d) => d.id),
   );
   const carried = works.filter((w) => carries(w, job, attemptOf.get(w.id)!));
-  const records: AttemptRecord[] = [];
   const dropped = carried.filter((w) => w.endpoint.deleted || w.event === null);
-  for (const w of dropped) {
-    records.push({
-      id: w.id,
-      attempt: attemptOf.get(w.id)!,
-      at: new Date(),
-      outcome: 'dropped',
-      responseStatus: null,
-      responseBody: null,
-      latencyMs: null,
-      error: w.endpoint.deleted ? 'endpoint deleted' : 'event deleted past retention',
-    });
-  }
+  const records: AttemptRecord[] = dropped.map((w) => droppedRecord(w, attemptOf.get(w.id)!));
   const toSend = carried.filter((w): w is DeliveryWork & { event: StoredEvent } => !w.endpoint.deleted && w.event !== null);
   if (toSend.length > 0 && !deps.secretKey) {
     await recordAttempts(sql, records);
