@@ -43,10 +43,11 @@ const COLUMN_WRITERS: { table: string; columns: string[]; writer: string }[] = [
 
 /**
  * Source trees that are not the service and write tables on purpose: the test fixtures seed the
- * databases tests run on, and the bench seeds its own and runs a lean reference ledger against the
- * service's (docs/performance.md). Nothing there runs in the API or the worker.
+ * databases tests run on; the tools (bench, chaos) seed private servers of their own, and the
+ * bench runs a lean reference ledger against the service's (docs/performance.md). Nothing there
+ * runs in the API, the worker or quest-admin.
  */
-const FIXTURES = ['packages/testing/src/', 'tools/bench/src/'];
+const FIXTURES = ['packages/testing/src/', 'tools/'];
 
 /** The tables the migrations leave: created, less dropped, renames followed. */
 function migratedTables(): string[] {
