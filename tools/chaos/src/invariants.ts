@@ -1,5 +1,5 @@
 import type { Cluster } from './cluster.ts';
-import type { Op } from './load.ts';
+import type { Op } from './ops.ts';
 
 /**
  * The invariants checked after each fault, from what the clients were told and what PostgreSQL

@@ -5,7 +5,8 @@ import { onExitCleanup } from '@quest/testing/exit';
 import { formatAvailability, measureAvailability } from './availability.ts';
 import { Cluster } from './cluster.ts';
 import { checkInvariants } from './invariants.ts';
-import { answerCounts, Load, type Op } from './load.ts';
+import { Load } from './load.ts';
+import { answerCounts, type Op } from './ops.ts';
 import { type LoadProfile, type Scenario, sleep } from './scenario.ts';
 import { checkWebhooks, subscribe } from './webhooks.ts';
 
@@ -79,6 +80,125 @@ function firstOkAfter(ops: Op[], sentAfter: number, since: number): number | und
   return first === undefined ? undefined : first - since;
 }
 
+/** The moments of a run: load started, fault injected (as the scenario marked it), fault over, load over. */
+interface RunTimes {
+  warmupFrom: number;
+  injectedAt: number;
+  faultEnd: number;
+  loadEnd: number;
+}
+
+function startLoad(cluster: Cluster, s: Scenario, profile: LoadProfile, deadline: () => number): Load {
+  const target = {
+    baseUrl: () => cluster.baseUrl,
+    apiKey: cluster.owner.apiKey,
+    ownerId: cluster.owner.id,
+    questIds: s.loadQuests?.(cluster) ?? cluster.questIds,
+    accounts: cluster.accounts,
+  };
+  const options = {
+    clients: profile.clients,
+    batchEvery: 10,
+    batchSize: 25,
+    unknownEvery: 23,
+    keylessEvery: 4,
+    httpTimeoutMs: 10_000,
+    tag: s.name,
+    ...(s.reverseEvery ? { reverseEvery: s.reverseEvery } : {}),
+  };
+  const load = new Load(target, options, deadline);
+  load.start();
+  return load;
+}
+
+/** `quest-admin credit` of a file of `creditRows` rows, in four batches, through the fault. */
+function startCredit(cluster: Cluster, dir: string, profile: LoadProfile): ReturnType<Cluster['admin']> {
+  const file = join(dir, 'credits.csv');
+  const rows = Array.from(
+    { length: profile.creditRows },
+    (_, i) => `${cluster.accounts[i % cluster.accounts.length]},${1 + (i % 3)}`,
+  );
+  writeFileSync(file, `address,points\n${rows.join('\n')}\n`);
+  const batchSize = String(Math.ceil(profile.creditRows / 4));
+  const args = ['credit', '--quest', String(cluster.creditQuestId), '--key', cluster.owner.apiKey, '--file', file];
+  return cluster.admin([...args, '--batch-size', batchSize, '--base-url', cluster.baseUrl], CREDIT_BOUND_MS);
+}
+
+/** How the credit run ended: a note for the table, and a violation when it hung or failed without a message. */
+async function creditVerdict(credit: ReturnType<Cluster['admin']>, violations: string[], log: (m: string) => void) {
+  const r = await credit;
+  const line = r.output.trim().split('\n').filter(Boolean).at(-1)?.slice(0, 160) ?? '';
+  if (r.hung) {
+    violations.push(`quest-admin credit did not end within ${CREDIT_BOUND_MS / 1000} s`);
+    return `hung > ${CREDIT_BOUND_MS / 1000} s`;
+  }
+  if (r.code === 0) return `ok in ${(r.ms / 1000).toFixed(1)} s`;
+  if (!line) violations.push('quest-admin credit failed without a message');
+  log(`credit ended with exit ${r.code}: ${line}`);
+  return `error (exit ${r.code}) in ${(r.ms / 1000).toFixed(1)} s`;
+}
+
+/** The load through the fault: warm-up, the credit run, the injection, the load after, every request decided. */
+async function loadThroughFault(cluster: Cluster, s: Scenario, profile: LoadProfile, dir: string, log: (m: string) => void) {
+  let deadline = Number.POSITIVE_INFINITY;
+  const load = startLoad(cluster, s, profile, () => deadline);
+  const warmupFrom = Date.now();
+  await sleep(profile.warmupMs);
+  const credit = s.credit ? startCredit(cluster, dir, profile) : undefined;
+  let injectedAt = Date.now();
+  log(`injecting: ${s.fault}`);
+  await s.inject(cluster, () => (injectedAt = Date.now()), profile);
+  const faultEnd = Date.now();
+  log(`injected in ${faultEnd - injectedAt} ms; load continues`);
+  await sleep(profile.afterMs);
+  const loadEnd = Date.now();
+  deadline = Date.now() + RESOLVE_BOUND_MS;
+  await load.finish();
+  log(`load done: ${load.ops.length} requests`);
+  const times: RunTimes = { warmupFrom, injectedAt, faultEnd, loadEnd };
+  return { ops: load.ops, times, credit };
+}
+
+/** After the load: health, crashes, the invariants, the webhooks, availability and failover resumption. */
+async function verdict(
+  cluster: Cluster,
+  s: Scenario,
+  run: Awaited<ReturnType<typeof loadThroughFault>>,
+  log: (m: string) => void,
+) {
+  const { ops, times } = run;
+  const violations: string[] = [];
+  const creditNote = run.credit ? await creditVerdict(run.credit, violations, log) : undefined;
+  const healthy = await waitHealthy(cluster);
+  if (!healthy.ok) violations.push(`not healthy ${HEALTH_BOUND_MS / 1000} s after the load: ${healthy.why}`);
+  violations.push(...cluster.crashes().map((c) => `crash: ${c}`));
+  violations.push(...(await checkInvariants(cluster, ops, RESOLVE_BOUND_MS)));
+  const checked = cluster.webhooks ? await checkWebhooks(cluster, cluster.webhooks) : undefined;
+  if (checked) {
+    violations.push(...checked.violations);
+    log(`webhooks: ${checked.note}`);
+  }
+  const availability = s.proxied ? formatAvailability(await measureAvailability(cluster, times)) : undefined;
+  if (availability) log(availability);
+  const killed = cluster.marks.get('killed');
+  const promoted = cluster.marks.get('promoted');
+  const resumeMs = killed !== undefined && promoted !== undefined ? firstOkAfter(ops, killed, promoted) : undefined;
+  if (promoted !== undefined && resumeMs === undefined)
+    violations.push('no request sent after the primary died was answered 200');
+  if (promoted !== undefined) log(`first 200 ${resumeMs === undefined ? 'never came' : `${resumeMs} ms after the promotion`}`);
+  return {
+    name: s.name,
+    fault: s.fault,
+    ...answerCounts(ops),
+    recoveryMs: recovery(ops, times.injectedAt, times.faultEnd),
+    resumeMs,
+    ...(availability ? { availability } : {}),
+    credit: creditNote,
+    ...(checked ? { webhooks: checked.note } : {}),
+    violations,
+  };
+}
+
 export async function runScenario(
   s: Scenario,
   profile: LoadProfile,
@@ -87,6 +207,7 @@ export async function runScenario(
   dumpDir?: string,
 ): Promise<ScenarioResult> {
   const started = Date.now();
+  const say = (m: string) => log(`[${s.name}] ${m}`);
   const cluster = await Cluster.start({
     workers: s.workers,
     redisPersistence: s.redis,
@@ -98,138 +219,20 @@ export async function runScenario(
   const dir = mkdtempSync(join(tmpdir(), 'quest-chaos-credit-'));
   const unregister = onExitCleanup(() => rmSync(dir, { recursive: true, force: true }));
   try {
-    log(`[${s.name}] service up in ${Date.now() - started} ms`);
+    say(`service up in ${Date.now() - started} ms`);
     if (s.webhooks) cluster.webhooks = await subscribe(cluster, s.webhooks);
-    let deadline = Number.POSITIVE_INFINITY;
-    const load = new Load(
-      {
-        baseUrl: () => cluster.baseUrl,
-        apiKey: cluster.owner.apiKey,
-        ownerId: cluster.owner.id,
-        questIds: s.loadQuests?.(cluster) ?? cluster.questIds,
-        accounts: cluster.accounts,
-      },
-      {
-        clients: profile.clients,
-        batchEvery: 10,
-        batchSize: 25,
-        unknownEvery: 23,
-        keylessEvery: 4,
-        httpTimeoutMs: 10_000,
-        tag: s.name,
-        ...(s.reverseEvery ? { reverseEvery: s.reverseEvery } : {}),
-      },
-      () => deadline,
-    );
-    load.start();
-    const warmupFrom = Date.now();
-    await sleep(profile.warmupMs);
-
-    let credit: ReturnType<Cluster['admin']> | undefined;
-    if (s.credit) {
-      const file = join(dir, 'credits.csv');
-      const rows = Array.from(
-        { length: profile.creditRows },
-        (_, i) => `${cluster.accounts[i % cluster.accounts.length]},${1 + (i % 3)}`,
-      );
-      writeFileSync(file, `address,points\n${rows.join('\n')}\n`);
-      credit = cluster.admin(
-        [
-          'credit',
-          '--quest',
-          String(cluster.creditQuestId),
-          '--key',
-          cluster.owner.apiKey,
-          '--file',
-          file,
-          '--batch-size',
-          String(Math.ceil(profile.creditRows / 4)),
-          '--base-url',
-          cluster.baseUrl,
-        ],
-        CREDIT_BOUND_MS,
-      );
+    const run = await loadThroughFault(cluster, s, profile, dir, say);
+    const result = await verdict(cluster, s, run, say);
+    if (dumpDir) {
+      const ops = run.ops.map((o) => ({ ...o, payoutIds: [...o.payoutIds], itemPayouts: undefined, itemRejected: undefined }));
+      writeFileSync(join(dumpDir, `chaos-${s.name}.json`), JSON.stringify({ injectedAt: run.times.injectedAt, ops }));
     }
-    let injectedAt = Date.now();
-    log(`[${s.name}] injecting: ${s.fault}`);
-    await s.inject(
-      cluster,
-      () => {
-        injectedAt = Date.now();
-      },
-      profile,
-    );
-    const faultEnd = Date.now();
-    log(`[${s.name}] injected in ${faultEnd - injectedAt} ms; load continues`);
-    await sleep(profile.afterMs);
-    const loadEnd = Date.now();
-    deadline = Date.now() + RESOLVE_BOUND_MS;
-    await load.finish();
-    log(`[${s.name}] load done: ${load.ops.length} requests`);
-
-    const violations: string[] = [];
-    let creditNote: string | undefined;
-    if (credit) {
-      const r = await credit;
-      const line = r.output.trim().split('\n').filter(Boolean).at(-1)?.slice(0, 160) ?? '';
-      if (r.hung) {
-        creditNote = `hung > ${CREDIT_BOUND_MS / 1000} s`;
-        violations.push(`quest-admin credit did not end within ${CREDIT_BOUND_MS / 1000} s`);
-      } else if (r.code === 0) creditNote = `ok in ${(r.ms / 1000).toFixed(1)} s`;
-      else {
-        creditNote = `error (exit ${r.code}) in ${(r.ms / 1000).toFixed(1)} s`;
-        if (!line) violations.push('quest-admin credit failed without a message');
-        log(`[${s.name}] credit ended with exit ${r.code}: ${line}`);
-      }
-    }
-    const healthy = await waitHealthy(cluster);
-    if (!healthy.ok) violations.push(`not healthy ${HEALTH_BOUND_MS / 1000} s after the load: ${healthy.why}`);
-    violations.push(...cluster.crashes().map((c) => `crash: ${c}`));
-    violations.push(...(await checkInvariants(cluster, load.ops, RESOLVE_BOUND_MS)));
-    let webhooksNote: string | undefined;
-    if (cluster.webhooks) {
-      const checked = await checkWebhooks(cluster, cluster.webhooks);
-      violations.push(...checked.violations);
-      webhooksNote = checked.note;
-      log(`[${s.name}] webhooks: ${checked.note}`);
-    }
-    let availabilityNote: string | undefined;
-    if (s.proxied) {
-      availabilityNote = formatAvailability(await measureAvailability(cluster, { warmupFrom, injectedAt, faultEnd, loadEnd }));
-      log(`[${s.name}] ${availabilityNote}`);
-    }
-    const counts = answerCounts(load.ops);
-    if (dumpDir)
-      writeFileSync(
-        join(dumpDir, `chaos-${s.name}.json`),
-        JSON.stringify({
-          injectedAt,
-          ops: load.ops.map((o) => ({ ...o, payoutIds: [...o.payoutIds], itemPayouts: undefined, itemRejected: undefined })),
-        }),
-      );
-    const killed = cluster.marks.get('killed');
-    const promoted = cluster.marks.get('promoted');
-    const resumeMs = killed !== undefined && promoted !== undefined ? firstOkAfter(load.ops, killed, promoted) : undefined;
-    if (promoted !== undefined && resumeMs === undefined)
-      violations.push('no request sent after the primary died was answered 200');
-    if (promoted !== undefined)
-      log(`[${s.name}] first 200 ${resumeMs === undefined ? 'never came' : `${resumeMs} ms after the promotion`}`);
-    return {
-      name: s.name,
-      fault: s.fault,
-      ...counts,
-      recoveryMs: recovery(load.ops, injectedAt, faultEnd),
-      resumeMs,
-      ...(availabilityNote ? { availability: availabilityNote } : {}),
-      credit: creditNote,
-      ...(webhooksNote ? { webhooks: webhooksNote } : {}),
-      violations,
-    };
+    return result;
   } finally {
     await cluster.stop();
     rmSync(dir, { recursive: true, force: true });
     unregister();
-    log(`[${s.name}] done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    say(`done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   }
 }
 
