@@ -20,8 +20,9 @@ const test = base.extend('receiver', async ({}, { onCleanup }) => {
 const key = randomBytes(32);
 
 /**
- * `sql`, counting the statements made through it (tagged-template calls), also on the connections
- * it reserves for transactions — transaction control (BEGIN, COMMIT, session settings) aside.
+ * `sql`, counting the statements run through it (tagged-template calls that are awaited: a
+ * fragment interpolated into another statement is part of that one), also on the connections it
+ * reserves for transactions — transaction control (BEGIN, COMMIT, session settings) aside.
  */
 function counting(sql: Sql): { sql: Sql; statements: () => number } {
   let n = 0;
@@ -29,9 +30,18 @@ function counting(sql: Sql): { sql: Sql; statements: () => number } {
   const count = <T extends object>(target: T): T =>
     new Proxy(target, {
       apply(fn, self, args) {
+        const query = Reflect.apply(fn as never, self, args) as PromiseLike<unknown>;
         const strings = args[0] as TemplateStringsArray;
-        if (Array.isArray(strings) && 'raw' in strings && !control.test(strings[0] ?? '')) n++;
-        return Reflect.apply(fn as never, self, args);
+        if (!Array.isArray(strings) || !('raw' in strings) || control.test(strings[0] ?? '')) return query;
+        const then = query.then;
+        let run = false;
+        // biome-ignore lint/suspicious/noThenProperty: a statement runs when awaited; a fragment never is.
+        query.then = function (this: PromiseLike<unknown>, ...a) {
+          if (!run) n++;
+          run = true;
+          return then.apply(this, a as never) as never;
+        };
+        return query;
       },
       get(obj, prop, receiver) {
         const value = Reflect.get(obj, prop, receiver);
