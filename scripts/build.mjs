@@ -12,6 +12,7 @@ import { build } from 'esbuild';
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, extname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { bundleConsoleScript } from '../apps/api/src/console/script.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
@@ -49,7 +50,9 @@ const inlineLua = {
 };
 
 const targets = [
-  { entry: 'apps/api/src/server.ts', out: 'apps/api/dist/server.mjs' },
+  // The console's browser script is bundled too, and its text put in the API's bundle (see
+  // apps/api/src/console/assets.ts): Node runs the bundling module's TypeScript itself.
+  { entry: 'apps/api/src/server.ts', out: 'apps/api/dist/server.mjs', consoleScript: true },
   { entry: 'apps/worker/src/main.ts', out: 'apps/worker/dist/main.mjs' },
   // The container healthcheck of a worker: plain node, no tsx, so it starts in a few milliseconds.
   { entry: 'apps/worker/src/healthcheck.ts', out: 'apps/worker/dist/healthcheck.mjs' },
@@ -114,6 +117,7 @@ await Promise.all(
         sourcemap: true,
         logLevel: 'warning',
         plugins: [thirdPartyExternal, inlineLua],
+        ...(t.consoleScript ? { define: { __CONSOLE_SCRIPT__: JSON.stringify(await bundleConsoleScript()) } } : {}),
         write: false,
       });
       // Each file appears whole (written aside, then renamed), the entry last, after the chunks it

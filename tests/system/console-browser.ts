@@ -56,8 +56,9 @@ function watch(page: Page, base: string, problems: string[]) {
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
 }
 
-/** Screenshot the page into test-results/console/<name>.png. */
-export const screenshot = (page: Page, name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+/** Screenshot the page (all of it, or what the screen shows) into test-results/console/<name>.png. */
+export const screenshot = (page: Page, name: string, { fullPage = true } = {}) =>
+  page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage });
 
 /** Screenshot the page into test-results/console/ and check it with axe: no serious or critical violation. */
 export async function view(page: Page, name: string) {
@@ -78,4 +79,35 @@ export async function signIn(page: Page, base: string, secret: string) {
   await page.goto(`${base}/console/`);
   await page.getByLabel('API key (or operator token)').fill(secret);
   await page.getByRole('button', { name: 'Sign in' }).click();
+}
+
+/**
+ * What a phone-width screen (375 px) shows badly, as sentences: a meter or progress bar cut off by
+ * the screen or by the scrolling box it sits in, a table wider than its box (it would scroll
+ * sideways), an id or address broken over more than two lines. Empty when the page fits.
+ */
+export async function phoneProblems(page: Page): Promise<string[]> {
+  await page.setViewportSize({ width: 375, height: 812 });
+  return (await page.evaluate(`(() => {
+    const problems = [];
+    const width = document.documentElement.clientWidth;
+    const name = (el) => el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + (el.getAttribute('aria-label') ? ' "' + el.getAttribute('aria-label') + '"' : '');
+    for (const bar of document.querySelectorAll('meter, progress')) {
+      if (bar.hidden || bar.getClientRects().length === 0) continue;
+      const r = bar.getBoundingClientRect();
+      const box = bar.closest('.table-wrap, .panel') || document.body;
+      const b = box.getBoundingClientRect();
+      if (r.right > width + 0.5 || r.right > b.right + 0.5 || r.width < 40) problems.push(name(bar) + ' cut off (' + Math.round(r.left) + '–' + Math.round(r.right) + ' px)');
+    }
+    for (const wrap of document.querySelectorAll('.table-wrap')) {
+      if (wrap.scrollWidth > wrap.clientWidth + 1) problems.push('a table ' + wrap.scrollWidth + ' px wide in ' + wrap.clientWidth + ' px');
+    }
+    for (const code of document.querySelectorAll('code')) {
+      if (code.getClientRects().length === 0) continue;
+      const line = parseFloat(getComputedStyle(code).lineHeight) || 20;
+      if (code.getBoundingClientRect().height > 2.5 * line) problems.push(name(code) + ' "' + code.textContent + '" over ' + Math.round(code.getBoundingClientRect().height / line) + ' lines');
+    }
+    if (document.documentElement.scrollWidth > width) problems.push('the page is ' + document.documentElement.scrollWidth + ' px wide');
+    return problems;
+  })()`)) as string[];
 }

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect } from 'vitest';
 import { randomAddress } from '@quest/testing';
+import { bundleConsoleScript } from '../../apps/api/src/console/script.ts';
 import { ADMIN_TOKEN, consoleTest, HAS_CHROMIUM, openContext, signIn, view } from './console-browser.ts';
 
 /**
@@ -16,6 +17,14 @@ const test = consoleTest({
   workers: 0,
   partitions: 2,
   env: { WEBHOOK_SECRET_KEY: randomBytes(32).toString('hex'), WEBHOOK_ALLOW_PRIVATE_URLS: 'true' },
+});
+
+describe("the console's script from the API process", () => {
+  test('is the same bundle the TypeScript API serves (the built API carries it in its own bundle)', async ({ system }) => {
+    const res = await fetch(`${system.baseUrl}/console/assets/console.js`);
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe(await bundleConsoleScript());
+  });
 });
 
 describe.skipIf(!HAS_CHROMIUM)('the console views in Chromium', () => {

@@ -3,7 +3,15 @@ import type { RouteDeps } from '../types.ts';
 import type { Html, Viewer } from './html.ts';
 import type { ConsoleSession, ConsoleSessions } from './sessions.ts';
 
+/** Where the console is mounted; every console path is built from it (consolePath). */
 export const CONSOLE_PATH = '/console';
+
+/**
+ * A console path: CONSOLE_PATH and the given segments, each percent-encoded (`consolePath()` is
+ * CONSOLE_PATH itself; a trailing '' gives a trailing slash).
+ */
+export const consolePath = (...segments: (string | number)[]): string =>
+  [CONSOLE_PATH, ...segments.map((s) => encodeURIComponent(String(s)))].join('/');
 
 /** What the console's route files share. */
 export interface ConsoleContext {
@@ -21,6 +29,11 @@ export interface ConsoleContext {
 }
 
 type Role = 'owner' | 'operator' | 'public';
+
+/** Route options of a page for quest owners, for the operator, and for anyone. */
+export const OWNER = { config: { consoleRole: 'owner' as const } };
+export const OPERATOR = { config: { consoleRole: 'operator' as const } };
+export const PUBLIC = { config: { consoleRole: 'public' as const } };
 
 declare module 'fastify' {
   interface FastifyContextConfig {

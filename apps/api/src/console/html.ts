@@ -1,8 +1,10 @@
 /**
  * HTML for the console's server-rendered pages: a tagged template that escapes every value it is
  * given (only `Html` values, made by this tag or `raw`, pass through as markup), the page layout,
- * and the small pieces every view shares (a budget bar, a progress bar, an SVG chart).
+ * and the small pieces every view shares (figures, times, a budget bar). Charts: charts.ts.
  */
+
+import { consolePath } from './context.ts';
 
 export class Html {
   constructor(readonly text: string) {}
@@ -47,23 +49,37 @@ export interface Viewer {
   csrfToken: string;
 }
 
+const OWNER_LINKS = [
+  ['My quests', consolePath('quests')],
+  ['Webhooks', consolePath('webhooks')],
+] as const;
+const OPERATOR_LINKS = [
+  ['Owners & keys', consolePath('operator')],
+  ['Campaigns', consolePath('operator', 'campaigns')],
+  ['Quests', consolePath('operator', 'quests')],
+  ['Accounts', consolePath('operator', 'accounts')],
+  ['Pool', consolePath('operator', 'pool')],
+  ['Flags', consolePath('operator', 'flags')],
+  ['Audit', consolePath('operator', 'audit')],
+  ['Queue console', '/admin/queues'],
+] as const;
+
 export function layout(opts: { title: string; viewer?: Viewer | undefined; body: Html; flash?: string | undefined }): string {
   const { title, viewer, body, flash } = opts;
+  const home = html`<a href="${consolePath('')}" class="brand">Quest Rewards</a>`;
+  const links = (viewer?.kind === 'owner' ? OWNER_LINKS : OPERATOR_LINKS).map(
+    ([label, path]) => html`<a href="${path}">${label}</a>`,
+  );
   const nav = viewer
     ? html`<nav aria-label="Console">
-        <a href="/console/" class="brand">Quest Rewards</a>
-        ${
-          viewer.kind === 'owner'
-            ? html`<a href="/console/quests">My quests</a><a href="/console/webhooks">Webhooks</a>`
-            : html`<a href="/console/operator">Owners &amp; keys</a><a href="/console/operator/campaigns">Campaigns</a><a href="/console/operator/quests">Quests</a><a href="/console/operator/accounts">Accounts</a><a href="/console/operator/pool">Pool</a><a href="/console/operator/flags">Flags</a><a href="/console/operator/audit">Audit</a><a href="/admin/queues">Queue console</a>`
-        }
+        ${home}${links}
         <span class="who">${viewer.kind === 'operator' ? 'Operator' : viewer.name}</span>
-        <form method="post" action="/console/sign-out" class="inline">
+        <form method="post" action="${consolePath('sign-out')}" class="inline">
           <input type="hidden" name="_csrf" value="${viewer.csrfToken}">
           <button type="submit" class="link">Sign out</button>
         </form>
       </nav>`
-    : html`<nav aria-label="Console"><a href="/console/" class="brand">Quest Rewards</a></nav>`;
+    : html`<nav aria-label="Console">${home}</nav>`;
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -71,9 +87,9 @@ export function layout(opts: { title: string; viewer?: Viewer | undefined; body:
 <meta name="viewport" content="width=device-width, initial-scale=1">
 ${viewer ? `<meta name="csrf-token" content="${escapeHtml(viewer.csrfToken)}">` : ''}
 <title>${escapeHtml(title)} · Quest Rewards console</title>
-<link rel="icon" href="/console/assets/favicon.svg" type="image/svg+xml">
-<link rel="stylesheet" href="/console/assets/console.css">
-<script src="/console/assets/console.js" defer></script>
+<link rel="icon" href="${consolePath('assets', 'favicon.svg')}" type="image/svg+xml">
+<link rel="stylesheet" href="${consolePath('assets', 'console.css')}">
+<script src="${consolePath('assets', 'console.js')}" defer></script>
 </head>
 <body>
 <header>${nav.text}</header>
@@ -88,66 +104,24 @@ ${body.text}
 
 export const csrfField = (viewer: Viewer) => html`<input type="hidden" name="_csrf" value="${viewer.csrfToken}">`;
 
+/**
+ * `part` of `whole` in percent to one decimal, rounded to the nearest but never to 100 or 0 unless
+ * it is: 9,999 of 10,000 is 99.9 %, 1 of 100,000 is 0.1 %.
+ */
+export function percent(part: number, whole: number): number {
+  if (whole <= 0) return 0;
+  const pct = Math.round((part / whole) * 1000) / 10;
+  if (pct === 100 && part < whole) return 99.9;
+  if (pct === 0 && part > 0) return 0.1;
+  return pct;
+}
+
+/** A count and its noun, singular for one: `counted(1, 'key')` is "1 key", `counted(2, 'key')` "2 keys". */
+export const counted = (n: number, noun: string, plural = `${noun}s`) => `${fmt(n)} ${n === 1 ? noun : plural}`;
+
 /** A labelled bar: `value` of `max`, as a native <meter> (read out by screen readers) with the figures beside it. */
 export function budgetBar(remaining: number, total: number, label: string): Html {
-  const pct = total > 0 ? Math.round((remaining / total) * 1000) / 10 : 0;
+  const pct = percent(remaining, total);
   return html`<div class="bar"><meter min="0" max="${total}" value="${remaining}" aria-label="${label}" title="${pct}% left"></meter>
     <span class="figures"><strong data-remaining>${fmt(remaining)}</strong> of ${fmt(total)} left (${pct}%)</span></div>`;
-}
-
-const compact = (n: number) =>
-  Math.abs(n) >= 1e6 ? `${Math.round(n / 1e5) / 10}M` : Math.abs(n) >= 1e4 ? `${Math.round(n / 100) / 10}k` : fmt(Math.round(n));
-
-/**
- * Line chart of `points` (x ascending: milliseconds), inline SVG scaled to its own range, with its
- * lowest and highest values and the ends of the period written on it, and a text alternative.
- */
-export function lineChart(
-  points: { x: number; y: number }[],
-  opts: { label: string; from: string; to: string; width?: number; height?: number },
-): Html {
-  const width = opts.width ?? 600;
-  const height = opts.height ?? 170;
-  if (points.length === 0) return html`<p class="muted">No data in this period.</p>`;
-  const left = 52;
-  const bottom = height - 22;
-  const xs = points.map((p) => p.x);
-  const ys = points.map((p) => p.y);
-  const [x0, x1] = [Math.min(...xs), Math.max(...xs)];
-  let [y0, y1] = [Math.min(...ys), Math.max(...ys)];
-  if (y0 === y1) [y0, y1] = [Math.max(0, y0 - 1), y1 + 1];
-  const sx = (x: number) => (x1 === x0 ? (left + width) / 2 : left + ((x - x0) / (x1 - x0)) * (width - left - 8));
-  const sy = (y: number) => bottom - ((y - y0) / (y1 - y0)) * (bottom - 10);
-  const path = points.map((p, i) => `${i === 0 ? 'M' : 'L'}${sx(p.x).toFixed(1)},${sy(p.y).toFixed(1)}`).join(' ');
-  return html`<svg class="chart" viewBox="0 0 ${width} ${height}" role="img" aria-label="${opts.label}">
-    <line x1="${left}" y1="${bottom}" x2="${width}" y2="${bottom}" class="axis"></line>
-    <line x1="${left}" y1="10" x2="${left}" y2="${bottom}" class="axis"></line>
-    <text x="${left - 4}" y="16" text-anchor="end">${compact(y1)}</text>
-    <text x="${left - 4}" y="${bottom}" text-anchor="end">${compact(y0)}</text>
-    <text x="${left}" y="${height - 6}">${opts.from}</text>
-    <text x="${width - 4}" y="${height - 6}" text-anchor="end">${opts.to}</text>
-    <path d="${path}" class="line"></path>
-  </svg>`;
-}
-
-/** Bar chart of `values` (one bar each, in order), inline SVG, with its highest value written on it. */
-export function barChart(values: { label: string; value: number }[], opts: { label: string; from: string; to: string }): Html {
-  const width = 600;
-  const height = 130;
-  if (values.length === 0) return html`<p class="muted">No data in this period.</p>`;
-  const left = 52;
-  const bottom = height - 22;
-  const max = Math.max(1, ...values.map((v) => v.value));
-  const step = (width - left - 8) / Math.max(values.length, 30);
-  const bars = values.map((v, i) => {
-    const h = (v.value / max) * (bottom - 10);
-    return html`<rect x="${(left + i * step + 1).toFixed(1)}" y="${(bottom - h).toFixed(1)}" width="${Math.max(1, step - 2).toFixed(1)}" height="${h.toFixed(1)}"><title>${v.label}: ${fmt(v.value)}</title></rect>`;
-  });
-  return html`<svg class="chart bars" viewBox="0 0 ${width} ${height}" role="img" aria-label="${opts.label}">
-    <line x1="${left}" y1="${bottom}" x2="${width}" y2="${bottom}" class="axis"></line>
-    <text x="${left - 4}" y="16" text-anchor="end">${compact(max)}</text>
-    <text x="${left - 4}" y="${bottom}" text-anchor="end">0</text>
-    <text x="${left}" y="${height - 6}">${opts.from}</text>
-    <text x="${width - 4}" y="${height - 6}" text-anchor="end">${opts.to}</text>
-    ${bars}</svg>`;
 }

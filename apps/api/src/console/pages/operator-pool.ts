@@ -1,9 +1,8 @@
 import { DomainError } from '@quest/domain';
 import { readPoolSnapshot } from '@quest/queue';
 import type { FastifyInstance } from 'fastify';
-import type { ConsoleContext } from './context.ts';
-import { fmt, html, when } from './html.ts';
-import { operator } from './operator.ts';
+import { type ConsoleContext, OPERATOR } from '../context.ts';
+import { counted, fmt, html, when } from '../html.ts';
 
 /**
  * The operator's view of the worker pool: live members and the partitions each owns, queue depth per
@@ -12,7 +11,7 @@ import { operator } from './operator.ts';
  */
 export function operatorPoolRoutes(app: FastifyInstance, ctx: ConsoleContext): void {
   const { deps } = ctx;
-  app.get('/operator/pool', operator, async (request, reply) => {
+  app.get('/operator/pool', OPERATOR, async (request, reply) => {
     const { config } = deps;
     const {
       partitions,
@@ -43,7 +42,7 @@ export function operatorPoolRoutes(app: FastifyInstance, ctx: ConsoleContext): v
       null,
     );
     const body = html`
-        <p>${fmt(workers.length)} live worker${workers.length === 1 ? '' : 's'} · ${fmt(partitions)} partitions · ${fmt(waiting)} jobs waiting ·
+        <p>${counted(workers.length, 'live worker')} · ${fmt(partitions)} partitions · ${fmt(waiting)} jobs waiting ·
           oldest waiting job: ${oldest === null ? 'none' : `${fmt(Math.round((redisNow - oldest) / 100) / 10)} s old`} ·
           reconciler's last run: ${reconciler}. <a href="/admin/queues">Open the queue console</a>.</p>
         <h2>Workers</h2>
