@@ -27,11 +27,12 @@ export async function prepareRestore(ctx: Context, opts: { dryRun: boolean; list
       unaccountedKeys(sql, work.claimedKeys),
     ]);
     const rewound = [...new Set([...items.map((i) => i.key), ...batches, ...claims])].sort();
-    const refused = point.inRecovery
+    const blocked = point.inRecovery
       ? 'the database is still in recovery: promote it first'
       : work.liveWorkers > 0
         ? `${plural(work.liveWorkers, 'worker')} of prefix "${QUEUE_PREFIX}" still live: stop every API and worker process first`
         : undefined;
+    const refused = opts.dryRun ? undefined : blocked;
     const fenced = opts.dryRun || refused ? null : await fenceQueue(redis, QUEUE_PREFIX);
     const json = {
       recoveryPoint: {
@@ -42,7 +43,10 @@ export async function prepareRestore(ctx: Context, opts: { dryRun: boolean; list
       ledger: point.counts,
       redis: { jobItems: work.items.length, batchJobs: work.batchIds.length, idempotencyClaims: work.claimedKeys.length },
       rewound: { count: rewound.length, keys: rewound.slice(0, opts.list) },
-      fence: fenced === null ? { done: false, reason: refused ?? 'dry run' } : { done: true, keysDeleted: fenced },
+      fence:
+        fenced === null
+          ? { done: false, reason: refused ?? `dry run${blocked ? ` (and ${blocked})` : ''}` }
+          : { done: true, keysDeleted: fenced },
     };
     return { json, text: render(json, QUEUE_PREFIX), ...(refused ? { exitCode: EXIT.failed } : {}) };
   } finally {

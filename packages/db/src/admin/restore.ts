@@ -26,7 +26,7 @@ export async function recoveryPoint(sql: Sql): Promise<RecoveryPoint> {
   const [row] = await sql<
     { timeline: number; in_recovery: boolean; last_decision_at: Date | null; payouts: string; pending: string; batches: string }[]
   >`
-    select (select timeline_id from pg_control_checkpoint()) as timeline,
+    select ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int as timeline,
            pg_is_in_recovery() as in_recovery,
            greatest((select max(created_at) from payouts), (select max(created_at) from allocation_rejections),
                     (select max(created_at) from reversals), (select max(created_at) from events)) as last_decision_at,
@@ -46,7 +46,7 @@ export async function recoveryPoint(sql: Sql): Promise<RecoveryPoint> {
 async function historyTarget(sql: Sql, timeline: number): Promise<string | null> {
   const file = `pg_wal/${timeline.toString(16).toUpperCase().padStart(8, '0')}.history`;
   try {
-    const [row] = await sql<{ text: string | null }[]>`select pg_read_file(${file}, true) as text`;
+    const [row] = await sql<{ text: string | null }[]>`select pg_read_file(${file}, 0, 1000000, true) as text`;
     const last = row?.text?.trim().split('\n').at(-1);
     return last?.split('\t')[2]?.trim() ?? null;
   } catch {
