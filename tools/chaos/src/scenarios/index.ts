@@ -7,6 +7,7 @@ import { primaryFailover } from './primary-failover.ts';
 import { redisFlushall } from './redis-flushall.ts';
 import { redisKillAof } from './redis-kill-aof.ts';
 import { redisKillNopersist } from './redis-kill-nopersist.ts';
+import { restoreDrill } from './restore-drill.ts';
 import { webhooksReceiverDown } from './webhooks-receiver-down.ts';
 import { webhooksRedisFlushall } from './webhooks-redis-flushall.ts';
 import { webhooksWorkerSigkill } from './webhooks-worker-sigkill.ts';
@@ -32,4 +33,5 @@ export const SCENARIOS: Scenario[] = [
   webhooksWorkerSigkill,
   webhooksRedisFlushall,
   ...GRAY_SCENARIOS,
+  restoreDrill,
 ];
