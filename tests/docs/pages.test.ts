@@ -38,7 +38,7 @@ describe('README.md and docs/', () => {
     const known = new Map(program.commands.map((c) => [c.name(), new Set(c.commands.map((s) => s.name()))]));
     const wrong: string[] = [];
     for (const page of PAGES) {
-      // Commands as the docs show them: each line of a code block, each code span of the prose (which
+      // Commands as the docs show them: each line of a shell block, each code span of the prose (which
       // may wrap a line).
       let fenced = false;
       const outside: string[] = [];
@@ -48,7 +48,9 @@ describe('README.md and docs/', () => {
       }
       const prose = outside.join(' ');
       const spans = [...prose.matchAll(/`([^`]+)`/g)].map((m) => m[1]!.replace(/\s+/g, ' '));
-      const lines = codeBlocks(page).flatMap((b) => b.body.split('\n'));
+      const lines = codeBlocks(page)
+        .filter((b) => b.lang === 'sh' || b.lang === 'shell')
+        .flatMap((b) => b.body.split('\n'));
       const code = [...spans, ...lines].join('\n');
       for (const [text, command, sub] of code.matchAll(/quest-admin ([a-z][a-z-]*)(?: ([a-z][a-z-]*))?/g)) {
         const subs = known.get(command!);

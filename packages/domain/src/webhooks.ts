@@ -8,13 +8,17 @@ import ipaddr from 'ipaddr.js';
 
 export const WEBHOOK_URL_MAX_LENGTH = 2048;
 
+/** Where global unicast IPv6 addresses are allocated from; the rest of the space is reserved. */
+const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR('2000::/3') as [ipaddr.IPv6, number];
+
 /**
  * Why an address may not be connected to, or null when it may: only global unicast addresses
  * (no loopback, private, link-local — which holds the cloud metadata address 169.254.169.254 —,
  * unique-local, carrier-grade NAT, multicast, reserved, unspecified). IPv4-mapped IPv6 addresses
  * are judged as the IPv4 address they carry. IPv4-compatible ones (`::a.b.c.d`, the rest of ::/96,
  * deprecated by RFC 4291 §2.5.5.1) are refused whatever they carry: stacks that still translate
- * them would reach the IPv4 address, and no public service is reached that way.
+ * them would reach the IPv4 address, and no public service is reached that way. Any other IPv6
+ * address outside 2000::/3 is reserved.
  */
 export function blockedAddressReason(address: string): string | null {
   if (!ipaddr.isValid(address)) return `not an IP address: ${address}`;
@@ -24,6 +28,7 @@ export function blockedAddressReason(address: string): string | null {
     if (v6.isIPv4MappedAddress()) parsed = v6.toIPv4Address();
     else if (v6.parts.slice(0, 6).every((part) => part === 0) && v6.range() === 'unicast')
       return `${address} is an IPv4-compatible address`;
+    else if (v6.range() === 'unicast' && !v6.match(GLOBAL_UNICAST_V6)) return `${address} is a reserved address`;
   }
   const range = parsed.range();
   return range === 'unicast' ? null : `${address} is a ${range} address`;
