@@ -8,6 +8,22 @@ import { seedQuests } from '../seed.ts';
 import { formatValue, groupThousands } from '../stats.ts';
 import { finish, lean, verifyBatch, verifyCreditCli, verifyDirect } from '../verify.ts';
 
+/** The batch scenario's credits as batches through the service's HTTP API, `concurrency` in flight, measured. */
+function measuredBatches(ctx: Ctx, label: string, questId: number, concurrency: number) {
+  const { cfg, owner } = ctx;
+  const addresses = ctx.accounts.slice(0, cfg.batchItems);
+  return measured(ctx, label, () =>
+    runBatchesHttp({
+      baseUrl: ctx.api.baseUrl,
+      apiKey: owner.apiKey,
+      questId,
+      addresses,
+      batchSize: cfg.batchSize,
+      concurrency,
+    }),
+  );
+}
+
 export async function batchScenario(ctx: Ctx): Promise<ScenarioOutput> {
   const { cfg, infra, owner } = ctx;
   const addresses = ctx.accounts.slice(0, cfg.batchItems);
@@ -16,29 +32,11 @@ export async function batchScenario(ctx: Ctx): Promise<ScenarioOutput> {
   const verdicts: Verdict[] = [];
 
   ctx.log(`batch: ${cfg.batchItems} credits as ${nBatches} × ${cfg.batchSize}, ${cfg.batchConcurrency} in flight`);
-  const { result: conc, cpu: concCpu } = await measured(ctx, 'batch in flight (service)', () =>
-    runBatchesHttp({
-      baseUrl: ctx.api.baseUrl,
-      apiKey: owner.apiKey,
-      questId: qConc!,
-      addresses,
-      batchSize: cfg.batchSize,
-      concurrency: cfg.batchConcurrency,
-    }),
-  );
+  const { result: conc, cpu: concCpu } = await measuredBatches(ctx, 'batch in flight (service)', qConc!, cfg.batchConcurrency);
   verdicts.push(await verifyBatch(ctx, qConc!, conc));
 
   ctx.log(`batch: the same, sequential`);
-  const { result: seq, cpu: seqCpu } = await measured(ctx, 'batch sequential (service)', () =>
-    runBatchesHttp({
-      baseUrl: ctx.api.baseUrl,
-      apiKey: owner.apiKey,
-      questId: qSeq!,
-      addresses,
-      batchSize: cfg.batchSize,
-      concurrency: 1,
-    }),
-  );
+  const { result: seq, cpu: seqCpu } = await measuredBatches(ctx, 'batch sequential (service)', qSeq!, 1);
   verdicts.push(await verifyBatch(ctx, qSeq!, seq));
 
   ctx.log(`batch: quest-admin credit of ${groupThousands(addresses.length)} rows (the CLI process, spawn to exit)`);
