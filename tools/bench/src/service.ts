@@ -30,6 +30,47 @@ export async function endLimitPool(): Promise<void> {
   await limitPool?.end({ timeout: 2 }).catch(() => {});
 }
 
+/** The environment of the service's API and workers: the bench's infrastructure, then --env. */
+function serviceEnv(base: BaseCtx, o: ServiceOptions): ServiceEnv {
+  const { cfg } = base;
+  return {
+    DATABASE_URL: base.infra.databaseUrl,
+    REDIS_URL: base.infra.redisUrl,
+    QUEUE_PREFIX: base.infra.prefix,
+    QUEUE_PARTITIONS: String(cfg.partitions),
+    LOG_LEVEL: 'warn',
+    BATCH_CHUNK_SIZE: String(cfg.chunkSize),
+    // Webhooks on (the webhooks scenario's receiver listens on 127.0.0.1); no other scenario's
+    // owner has an endpoint, so they only write the events the outbox always writes.
+    WEBHOOK_SECRET_KEY: randomBytes(32).toString('hex'),
+    WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
+    ...o.env,
+  };
+}
+
+/** A new limit pool of `max` connections, all open before it is returned (the last one ended). */
+async function openLimitPool(base: BaseCtx, max: number): Promise<Sql> {
+  await limitPool?.end({ timeout: 2 });
+  const pool = createSql(base.infra.databaseUrl, { max, idleTimeout: 0, applicationName: 'quest-bench-limit' });
+  limitPool = pool;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    try {
+      await Promise.all(Array.from({ length: max }, () => pool`select pg_sleep(0.02)`));
+      return pool;
+    } catch (error) {
+      // 53300: too many connections — the server is shared; wait for others to let go.
+      if ((error as { code?: string }).code !== '53300' || Date.now() > deadline) throw error;
+      const holders = await base.infra.sql<{ datname: string | null; n: number }[]>`
+        select datname, count(*)::int as n from pg_stat_activity group by 1 order by 2 desc limit 4`.catch(() => []);
+      base.log(
+        `limit pool: server has no free connections for ${max}, waiting (held: ${holders.map((h) => `${h.datname ?? 'background'} ${h.n}`).join(', ')})`,
+      );
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  }
+}
+
 /** Seed the service's accounts, start the API and the workers, warm them up: the context of the service's scenarios. */
 export async function startService(base: BaseCtx, o: ServiceOptions): Promise<Ctx> {
   const { cfg, log } = base;
@@ -43,19 +84,7 @@ export async function startService(base: BaseCtx, o: ServiceOptions): Promise<Ct
   await base.infra.sql`analyze`;
   log(`seeded owner, ${accounts.length} accounts`);
 
-  const env: ServiceEnv = {
-    DATABASE_URL: base.infra.databaseUrl,
-    REDIS_URL: base.infra.redisUrl,
-    QUEUE_PREFIX: base.infra.prefix,
-    QUEUE_PARTITIONS: String(cfg.partitions),
-    LOG_LEVEL: 'warn',
-    BATCH_CHUNK_SIZE: String(cfg.chunkSize),
-    // Webhooks on (the webhooks scenario's receiver listens on 127.0.0.1); no other scenario's
-    // owner has an endpoint, so they only write the events the outbox always writes.
-    WEBHOOK_SECRET_KEY: randomBytes(32).toString('hex'),
-    WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
-    ...o.env,
-  };
+  const env = serviceEnv(base, o);
   let workers: Service[] = [];
   let generation = 0;
   const startWorkers = async (n: number) => {
@@ -119,27 +148,7 @@ export async function startService(base: BaseCtx, o: ServiceOptions): Promise<Ct
       await startWorkers(n);
       await warm();
     },
-    async openLimitPool(max) {
-      await limitPool?.end({ timeout: 2 });
-      const pool = createSql(base.infra.databaseUrl, { max, idleTimeout: 0, applicationName: 'quest-bench-limit' });
-      limitPool = pool;
-      const deadline = Date.now() + 60_000;
-      for (;;) {
-        try {
-          await Promise.all(Array.from({ length: max }, () => pool`select pg_sleep(0.02)`));
-          return pool;
-        } catch (error) {
-          // 53300: too many connections — the server is shared; wait for others to let go.
-          if ((error as { code?: string }).code !== '53300' || Date.now() > deadline) throw error;
-          const holders = await base.infra.sql<{ datname: string | null; n: number }[]>`
-            select datname, count(*)::int as n from pg_stat_activity group by 1 order by 2 desc limit 4`.catch(() => []);
-          log(
-            `limit pool: server has no free connections for ${max}, waiting (held: ${holders.map((h) => `${h.datname ?? 'background'} ${h.n}`).join(', ')})`,
-          );
-          await new Promise((r) => setTimeout(r, 1000));
-        }
-      }
-    },
+    openLimitPool: (max) => openLimitPool(base, max),
     async closeLimitPool() {
       await limitPool?.end({ timeout: 5 });
       limitPool = undefined;
