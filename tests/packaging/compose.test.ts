@@ -45,16 +45,28 @@ describe('docker-compose.yml', () => {
         expect.arrayContaining(['--cluster-enabled', 'yes', '--maxmemory-policy', 'noeviction']),
       );
     }
-    // Nothing else is in a profile: a plain `up` starts no cluster.
-    expect(Object.values(services).filter((s) => s.profiles && !s.profiles.includes('cluster'))).toEqual([]);
+    // Nothing else is in a profile but the backups' (its own test below): a plain `up` starts no cluster.
+    expect(
+      Object.entries(services).filter(([n, s]) => s.profiles && !s.profiles.includes('cluster') && n !== 'pgbackrest'),
+    ).toEqual([]);
     for (const name of ['api', 'worker', 'migrate']) {
       // Compose's own interpolation syntax, kept literally in the file.
       expect(services[name]!.environment?.REDIS_CLUSTER_NODES).toBe(`$${'{'}REDIS_CLUSTER_NODES:-}`);
     }
   });
 
+  it('archives WAL with pgBackRest only behind the "backup" profile, which builds PostgreSQL with it', () => {
+    const pg = services.postgres!;
+    expect(pg.command).toEqual(expect.arrayContaining(['archive_mode=$' + '{POSTGRES_ARCHIVE_MODE:-off}']));
+    expect(pg.command).toContain('archive_command=pgbackrest --stanza=quest archive-push %p');
+    const backup = services.pgbackrest!;
+    expect(backup.profiles).toEqual(['backup']);
+    expect(backup.build).toBe('ops/pgbackrest');
+    expect(backup.image).toBe('quest-postgres:pgbackrest');
+  });
+
   it('builds the application image once; every other service using it never pulls it', () => {
-    const builders = Object.entries(services).filter(([, s]) => s.build !== undefined);
+    const builders = Object.entries(services).filter(([n, s]) => s.build !== undefined && n !== 'pgbackrest');
     expect(builders.map(([name]) => name)).toEqual(['migrate']);
     const image = builders[0]![1].image!;
     expect(builders[0]![1].pull_policy).toBe('build');
