@@ -107,7 +107,10 @@ export async function phoneProblems(page: Page): Promise<string[]> {
       const line = parseFloat(getComputedStyle(code).lineHeight) || 20;
       if (code.getBoundingClientRect().height > 2.5 * line) problems.push(name(code) + ' "' + code.textContent + '" over ' + Math.round(code.getBoundingClientRect().height / line) + ' lines');
     }
-    if (document.documentElement.scrollWidth > width) problems.push('the page is ' + document.documentElement.scrollWidth + ' px wide');
+    if (document.documentElement.scrollWidth > width) {
+      const wide = [...document.body.querySelectorAll('*')].filter((el) => el.getBoundingClientRect().right > width + 0.5 && ![...el.children].some((c) => c.getBoundingClientRect().right > width + 0.5));
+      problems.push('the page is ' + document.documentElement.scrollWidth + ' px wide: ' + wide.slice(0, 3).map((el) => name(el) + ' to ' + Math.round(el.getBoundingClientRect().right) + ' px').join(', '));
+    }
     return problems;
   })()`)) as string[];
 }

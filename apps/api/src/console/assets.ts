@@ -31,7 +31,7 @@ td code, td .mono { overflow-wrap: normal; }
 .error, [role=alert] { color: var(--bad); }
 .panel { background: var(--panel); border: 1px solid var(--border); border-radius: 8px; padding: 1rem; margin: 1rem 0; }
 .grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(18rem, 1fr)); gap: 1rem; }
-form.stack { display: grid; gap: .6rem; max-width: 32rem; }
+form.stack { display: grid; grid-template-columns: minmax(0, 1fr); gap: .6rem; max-width: 32rem; overflow-wrap: anywhere; }
 form.inline { display: inline; }
 label { font-weight: 600; }
 input, select, button { font: inherit; }
