@@ -56,6 +56,14 @@ export interface ReversalLoadResult {
 
 const SEND_TIMEOUT_MS = 30_000;
 
+/** An answer to a reversal's POST (or its status URL's, once decided). */
+interface Answer {
+  status: number;
+  replayed: boolean;
+  text: string;
+  location: string | null;
+}
+
 export class ReversalLoad {
   private readonly queue: AckedPayout[] = [];
   private waiting: (() => void)[] = [];
@@ -72,6 +80,58 @@ export class ReversalLoad {
   loadEnded(): void {
     this.loadEndedAt = Date.now();
     for (const w of this.waiting.splice(0)) w();
+  }
+
+  /** POST a reversal of the whole payout under `key`; status 0 when it was not answered. */
+  private async post(p: AckedPayout, key: string): Promise<Answer> {
+    const { opts } = this;
+    try {
+      const res = await fetch(`${opts.baseUrl}/quests/${p.questId}/payouts/${p.id}/reversals`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': opts.apiKey, 'idempotency-key': key },
+        body: '{}',
+        signal: AbortSignal.timeout(SEND_TIMEOUT_MS),
+      });
+      const text = await res.text();
+      return {
+        status: res.status,
+        replayed: res.headers.get('idempotent-replayed') === 'true',
+        text,
+        location: res.headers.get('location'),
+      };
+    } catch (error) {
+      return { status: 0, replayed: false, text: String(error), location: null };
+    }
+  }
+
+  /** Poll a 202's status URL until decided; a completed one answers as a 200 would. */
+  private async follow(p: AckedPayout, key: string, location: string | null): Promise<Answer> {
+    const { opts } = this;
+    const url = `${opts.baseUrl}${location ?? `/quests/${p.questId}/reversals/unknown`}`;
+    const deadline = Date.now() + SEND_TIMEOUT_MS;
+    while (Date.now() < deadline) {
+      const res = await fetch(url, { headers: { 'x-api-key': opts.apiKey } }).catch(() => undefined);
+      const body = res?.ok ? ((await res.json()) as { reversal: { status: string } & Record<string, unknown> }) : undefined;
+      const status = body?.reversal.status;
+      if (status === 'completed') return { status: 200, replayed: false, text: JSON.stringify(body), location: null };
+      if (status === 'rejected' || status === 'failed')
+        return { status: 400, replayed: false, text: `${key} ${status}: ${JSON.stringify(body)}`, location: null };
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return { status: 0, replayed: false, text: `${key}: still pending after ${SEND_TIMEOUT_MS} ms`, location: null };
+  }
+
+  /** The next payout the load was given; undefined once the load ended `starvedMs` ago with none left. */
+  private async next(): Promise<AckedPayout | undefined> {
+    const deadline = () => (this.loadEndedAt ?? Number.POSITIVE_INFINITY) + this.opts.starvedMs;
+    while (this.queue.length === 0) {
+      if (Date.now() > deadline()) return undefined;
+      await new Promise<void>((resolve) => {
+        this.waiting.push(resolve);
+        setTimeout(resolve, 50);
+      });
+    }
+    return this.queue.shift();
   }
 
   async run(): Promise<ReversalLoadResult> {
@@ -91,70 +151,22 @@ export class ReversalLoad {
       if (sampleErrors.length < 5) sampleErrors.push(msg);
     };
 
-    const post = async (p: AckedPayout, key: string) => {
-      try {
-        const res = await fetch(`${opts.baseUrl}/quests/${p.questId}/payouts/${p.id}/reversals`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', 'x-api-key': opts.apiKey, 'idempotency-key': key },
-          body: '{}',
-          signal: AbortSignal.timeout(SEND_TIMEOUT_MS),
-        });
-        const text = await res.text();
-        return {
-          status: res.status,
-          replayed: res.headers.get('idempotent-replayed') === 'true',
-          text,
-          location: res.headers.get('location'),
-        };
-      } catch (error) {
-        return { status: 0, replayed: false, text: String(error), location: null };
-      }
-    };
-
-    /** Poll a 202's status URL until decided; a completed one answers as a 200 would. */
-    const follow = async (p: AckedPayout, key: string, location: string | null): Promise<Awaited<ReturnType<typeof post>>> => {
-      const url = `${opts.baseUrl}${location ?? `/quests/${p.questId}/reversals/unknown`}`;
-      const deadline = Date.now() + SEND_TIMEOUT_MS;
-      while (Date.now() < deadline) {
-        const res = await fetch(url, { headers: { 'x-api-key': opts.apiKey } }).catch(() => undefined);
-        const body = res?.ok ? ((await res.json()) as { reversal: { status: string } & Record<string, unknown> }) : undefined;
-        const status = body?.reversal.status;
-        if (status === 'completed') return { status: 200, replayed: false, text: JSON.stringify(body), location: null };
-        if (status === 'rejected' || status === 'failed')
-          return { status: 400, replayed: false, text: `${key} ${status}: ${JSON.stringify(body)}`, location: null };
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      return { status: 0, replayed: false, text: `${key}: still pending after ${SEND_TIMEOUT_MS} ms`, location: null };
-    };
-
-    const next = async (): Promise<AckedPayout | undefined> => {
-      const deadline = () => (this.loadEndedAt ?? Number.POSITIVE_INFINITY) + opts.starvedMs;
-      while (this.queue.length === 0) {
-        if (Date.now() > deadline()) return undefined;
-        await new Promise<void>((resolve) => {
-          this.waiting.push(resolve);
-          setTimeout(resolve, 50);
-        });
-      }
-      return this.queue.shift();
-    };
-
     const client = async () => {
       for (;;) {
         if (taken >= opts.count) return;
         const i = taken++;
-        const p = await next();
+        const p = await this.next();
         if (!p) return;
         const key = `${opts.tag}-rev-${i}`;
         const sentAt = Date.now();
         firstSent ??= sentAt;
         const t0 = performance.now();
-        let res = await post(p, key);
+        let res = await this.post(p, key);
         const ms = performance.now() - t0;
         if (res.status === 202) {
           // Not decided within the wait: follow it to its decision (not counted in the latency).
           accepted202++;
-          res = await follow(p, key, res.location);
+          res = await this.follow(p, key, res.location);
         } else if (res.status === 200) latencies.push(ms);
         if (res.status !== 200) {
           if (res.status === 0) errors++;
@@ -175,14 +187,14 @@ export class ReversalLoad {
         });
         if (i % opts.replayEvery === 0) {
           replays.sent++;
-          const again = await post(p, key);
+          const again = await this.post(p, key);
           const body = again.status === 200 ? (JSON.parse(again.text) as { reversal: { id: string } }) : undefined;
           if (again.replayed && body?.reversal.id === reversal.id) replays.ok++;
           else note(`replay of ${key}: ${again.status} replayed=${again.replayed} ${again.text.slice(0, 200)}`);
         }
         if (i % opts.reverseAgainEvery === Math.floor(opts.reverseAgainEvery / 2)) {
           reverseAgain.sent++;
-          const again = await post(p, `${key}-again`);
+          const again = await this.post(p, `${key}-again`);
           if (again.status === 400 && again.text.includes('"PAYOUT_ALREADY_REVERSED"')) reverseAgain.refused++;
           else note(`second reversal of ${p.id}: ${again.status} ${again.text.slice(0, 200)}`);
         }
