@@ -88,64 +88,81 @@ async function seedPayouts(ctx: BaseCtx, count: number): Promise<void> {
     where p.account_id = a.id`;
 }
 
-export async function adminScenario(ctx: BaseCtx): Promise<ScenarioOutput> {
+/**
+ * `quest-admin account import` of `cfg.importRows` new addresses (a CSV file in `dir`), then its
+ * limit, `importAccounts` of as many others in this process; what failed of their checks.
+ */
+async function measureImport(ctx: BaseCtx, dir: string, pool: Sql) {
   const { cfg, infra } = ctx;
+  const n = cfg.importRows;
+  const fileAddresses = randomAddresses(n);
+  const file = join(dir, 'accounts.csv');
+  await writeFile(file, `pass\n${fileAddresses.join('\n')}\n`);
+  ctx.log(`admin: quest-admin account import of ${groupThousands(n)} rows`);
+  const cliImport = await measured(
+    ctx,
+    'admin import (CLI)',
+    () => runAdminCli(['account', 'import', '--file', file, '--json'], infra.databaseUrl),
+    SAMPLED,
+  );
+  const imported = parseJson<{ created: number; skipped: number; invalid: number }>(cliImport.result);
+  const importReasons: string[] = [];
+  if (cliImport.result.code !== 0 || imported?.created !== n || imported?.skipped !== 0 || imported?.invalid !== 0)
+    importReasons.push(
+      `CLI import: exit ${cliImport.result.code}, ${cliImport.result.stdout.slice(0, 200)} ${cliImport.result.stderr.slice(0, 300)}`,
+    );
+  const [{ stored } = { stored: 0 }] = await infra.sql<{ stored: number }[]>`
+    select count(*)::int as stored from accounts where lower(pass_address) = any(${fileAddresses}::text[])`;
+  if (stored !== n) importReasons.push(`CLI import: ${stored} of ${n} accounts in the database`);
+
+  ctx.log(`admin: limit, importAccounts of ${groupThousands(n)} addresses in this process`);
+  const direct = randomAddresses(n);
+  const limitImport = await measured(ctx, 'admin import (limit)', () => importAccounts(pool, direct), SAMPLED);
+  if (limitImport.result.created !== n) importReasons.push(`limit import: ${limitImport.result.created} of ${n} created`);
+  return { n, cliImport, limitImport, imported, importReasons };
+}
+
+/**
+ * `cfg.auditPayouts` payouts written (not measured), then `quest-admin audit` and its limit,
+ * `audit()` in this process; what failed of their checks.
+ */
+async function measureAudit(ctx: BaseCtx, pool: Sql) {
+  const { cfg, infra } = ctx;
+  ctx.log(`admin: writing ${groupThousands(cfg.auditPayouts)} payouts for the audit`);
+  const seedStarted = Date.now();
+  await seedPayouts(ctx, cfg.auditPayouts);
+  const seedS = (Date.now() - seedStarted) / 1000;
+  ctx.log(`admin: seeded in ${seedS.toFixed(1)} s; quest-admin audit`);
+  const cliAudit = await measured(ctx, 'admin audit (CLI)', () => runAdminCli(['audit', '--json'], infra.databaseUrl), SAMPLED);
+  ctx.log('admin: limit, audit() in this process');
+  const limitAudit = await measured(ctx, 'admin audit (limit)', () => audit(pool), SAMPLED);
+  const report = parseJson<AuditReport>(cliAudit.result);
+  const payouts: number = limitAudit.result.checked.payouts;
+  const auditReasons: string[] = [];
+  if (cliAudit.result.code !== 0 || report?.ok !== true)
+    auditReasons.push(
+      `CLI audit: exit ${cliAudit.result.code}, ${cliAudit.result.stdout.slice(0, 300)} ${cliAudit.result.stderr.slice(0, 300)}`,
+    );
+  if (!limitAudit.result.ok) auditReasons.push(`limit audit: ${JSON.stringify(limitAudit.result.violations)}`);
+  if (report && JSON.stringify(report.checked) !== JSON.stringify(limitAudit.result.checked))
+    auditReasons.push(
+      `CLI and limit audits checked different rows: ${JSON.stringify([report.checked, limitAudit.result.checked])}`,
+    );
+  if (payouts < cfg.auditPayouts)
+    auditReasons.push(`audit checked ${payouts} payouts, fewer than the ${cfg.auditPayouts} written`);
+  return { seedS, cliAudit, limitAudit, payouts, auditReasons };
+}
+
+export async function adminScenario(ctx: BaseCtx): Promise<ScenarioOutput> {
+  const { infra } = ctx;
   const verdicts: Verdict[] = [];
   const check = (reasons: string[]) => verdicts.push({ ok: reasons.length === 0, reasons });
   const dir = await mkdtemp(join(tmpdir(), 'quest-bench-admin-'));
   const pool = await limitPool(infra.databaseUrl);
   try {
-    // ── account import ──
-    const n = cfg.importRows;
-    const fileAddresses = randomAddresses(n);
-    const file = join(dir, 'accounts.csv');
-    await writeFile(file, `pass\n${fileAddresses.join('\n')}\n`);
-    ctx.log(`admin: quest-admin account import of ${groupThousands(n)} rows`);
-    const cliImport = await measured(
-      ctx,
-      'admin import (CLI)',
-      () => runAdminCli(['account', 'import', '--file', file, '--json'], infra.databaseUrl),
-      SAMPLED,
-    );
-    const imported = parseJson<{ created: number; skipped: number; invalid: number }>(cliImport.result);
-    const importReasons: string[] = [];
-    if (cliImport.result.code !== 0 || imported?.created !== n || imported?.skipped !== 0 || imported?.invalid !== 0)
-      importReasons.push(
-        `CLI import: exit ${cliImport.result.code}, ${cliImport.result.stdout.slice(0, 200)} ${cliImport.result.stderr.slice(0, 300)}`,
-      );
-    const [{ stored } = { stored: 0 }] = await infra.sql<{ stored: number }[]>`
-      select count(*)::int as stored from accounts where lower(pass_address) = any(${fileAddresses}::text[])`;
-    if (stored !== n) importReasons.push(`CLI import: ${stored} of ${n} accounts in the database`);
-
-    ctx.log(`admin: limit, importAccounts of ${groupThousands(n)} addresses in this process`);
-    const direct = randomAddresses(n);
-    const limitImport = await measured(ctx, 'admin import (limit)', () => importAccounts(pool, direct), SAMPLED);
-    if (limitImport.result.created !== n) importReasons.push(`limit import: ${limitImport.result.created} of ${n} created`);
+    const { n, cliImport, limitImport, imported, importReasons } = await measureImport(ctx, dir, pool);
     check(importReasons);
-
-    // ── audit ──
-    ctx.log(`admin: writing ${groupThousands(cfg.auditPayouts)} payouts for the audit`);
-    const seedStarted = Date.now();
-    await seedPayouts(ctx, cfg.auditPayouts);
-    const seedS = (Date.now() - seedStarted) / 1000;
-    ctx.log(`admin: seeded in ${seedS.toFixed(1)} s; quest-admin audit`);
-    const cliAudit = await measured(ctx, 'admin audit (CLI)', () => runAdminCli(['audit', '--json'], infra.databaseUrl), SAMPLED);
-    ctx.log('admin: limit, audit() in this process');
-    const limitAudit = await measured(ctx, 'admin audit (limit)', () => audit(pool), SAMPLED);
-    const report = parseJson<AuditReport>(cliAudit.result);
-    const payouts: number = limitAudit.result.checked.payouts;
-    const auditReasons: string[] = [];
-    if (cliAudit.result.code !== 0 || report?.ok !== true)
-      auditReasons.push(
-        `CLI audit: exit ${cliAudit.result.code}, ${cliAudit.result.stdout.slice(0, 300)} ${cliAudit.result.stderr.slice(0, 300)}`,
-      );
-    if (!limitAudit.result.ok) auditReasons.push(`limit audit: ${JSON.stringify(limitAudit.result.violations)}`);
-    if (report && JSON.stringify(report.checked) !== JSON.stringify(limitAudit.result.checked))
-      auditReasons.push(
-        `CLI and limit audits checked different rows: ${JSON.stringify([report.checked, limitAudit.result.checked])}`,
-      );
-    if (payouts < cfg.auditPayouts)
-      auditReasons.push(`audit checked ${payouts} payouts, fewer than the ${cfg.auditPayouts} written`);
+    const { seedS, cliAudit, limitAudit, payouts, auditReasons } = await measureAudit(ctx, pool);
     check(auditReasons);
 
     const rows = `${groupThousands(n)} rows`;
