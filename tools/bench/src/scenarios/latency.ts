@@ -2,14 +2,14 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { Ctx, ScenarioOutput } from '../context.ts';
-import { directSingle } from '../direct.ts';
+import { type DirectResult, directSingle } from '../direct.ts';
 import { cpuNote, cpuPerCredit, ioCalls, ioNote, perCredit } from '../figures.ts';
-import { runLoad } from '../http-load.ts';
+import { type LoadResult, runLoad } from '../http-load.ts';
 import { measured, withLimitPool } from '../measure.ts';
 import { seedQuests } from '../seed.ts';
-import { formatValue, rng } from '../stats.ts';
+import { formatValue, type Row, rng } from '../stats.ts';
 import { finish, lean, verifyDirect, verifyLoad } from '../verify.ts';
-import { sideRun } from './runs.ts';
+import { type SideRun, sideRun } from './runs.ts';
 
 interface Quantiles {
   p50: number;
@@ -57,6 +57,122 @@ function redisPerAllocation(redis: { commands: number; scripts: number } | undef
   return `${per(redis.commands)} (${per(redis.scripts)})`;
 }
 
+type Measured<T> = Awaited<ReturnType<typeof measured<T>>>;
+
+/** The latency scenario's runs: each side's lone requests, the idle service, the queue floor. */
+interface LatencyRuns {
+  service: Measured<LoadResult>;
+  limit: Measured<DirectResult>;
+  idle: Measured<unknown>;
+  /** The idle run's nominal length, s. */
+  idleS: number;
+  ref: SideRun | undefined;
+  peer: SideRun | undefined;
+  floor: QueueFloor;
+}
+
+/** "1.20 ms (producer … + worker … + Redis …)": the queue floor's CPU per request. */
+function floorCpuText(floor: QueueFloor): string {
+  const ms = (v: number) => formatValue(v, 'ms');
+  return `${ms(floor.cpu.total)} (producer ${ms(floor.cpu.producer)} + worker ${ms(floor.cpu.worker)} + Redis ${ms(floor.cpu.redis)})`;
+}
+
+function latencyRows({ service, limit, idle, idleS, ref, peer, floor }: LatencyRuns): Omit<Row, 'status' | 'scenario'>[] {
+  const { result: load, cpu: svcCpu, io: svcIo, redis: svcRedis } = service;
+  const { result: direct, cpu: limitCpu } = limit;
+  return [
+    ...(['p50', 'p90', 'p99'] as const).map((q) => ({
+      metric: q,
+      unit: 'ms' as const,
+      service: load.latency[q],
+      limit: direct.latency[q],
+      reference: ref?.load.latency[q],
+      peer: peer?.load.latency[q],
+    })),
+    {
+      metric: 'allocations/s (1 client)',
+      unit: '/s',
+      service: load.rate,
+      limit: direct.rate,
+      reference: ref?.load.rate,
+      peer: peer?.load.rate,
+    },
+    {
+      metric: 'CPU per allocation (all processes)',
+      unit: 'ms',
+      service: cpuPerCredit(svcCpu, load.ok200, 'service'),
+      limit: cpuPerCredit(limitCpu, direct.completed, 'limit'),
+      reference: ref ? cpuPerCredit(ref.cpu, ref.load.ok200, 'reference') : undefined,
+      peer: peer ? cpuPerCredit(peer.cpu, peer.load.ok200, 'peer') : undefined,
+    },
+    {
+      metric: 'I/O system calls per allocation (API + workers)',
+      unit: 'per',
+      service: perCredit(ioCalls(svcIo, ['api', 'workers']), load.ok200),
+      limit: undefined,
+      reference: ref ? perCredit(ioCalls(ref.io, ['reference']), ref.load.ok200) : undefined,
+      peer: peer ? perCredit(ioCalls(peer.io, ['peer']), peer.load.ok200) : undefined,
+    },
+    {
+      metric: 'idle: CPU of the service per second, no requests (all processes)',
+      unit: 'ms',
+      service: cpuPerCredit(idle.cpu, idleS, 'service') ?? 0,
+      limit: undefined,
+    },
+    {
+      metric: 'idle: Redis commands per second, no requests',
+      unit: 'per',
+      service: idle.redis ? idle.redis.commands / idle.wallS : null,
+      limit: undefined,
+    },
+    {
+      metric: 'queue floor p50 / p99 (no-op request: add → worker → reply)',
+      unit: 'text',
+      service: `${formatValue(floor.queue.p50, 'ms')} / ${formatValue(floor.queue.p99, 'ms')}`,
+      limit: undefined,
+    },
+    {
+      metric: 'queue floor CPU per request (producer + worker + Redis)',
+      unit: 'text',
+      service: floorCpuText(floor),
+      limit: undefined,
+    },
+    {
+      metric: 'p50 ÷ (reference p50 + queue floor p50)',
+      unit: 'x',
+      service: ref ? load.latency.p50 / (ref.load.latency.p50 + floor.queue.p50) : null,
+      limit: undefined,
+    },
+    {
+      metric: 'Redis commands per allocation (of which Lua scripts)',
+      unit: 'text',
+      service: redisPerAllocation(svcRedis, load.ok200),
+      limit: undefined,
+      peer: peer ? redisPerAllocation(peer.redis, peer.load.ok200) : undefined,
+    },
+  ];
+}
+
+function latencyNotes({ service, limit, idle, ref, peer, floor }: LatencyRuns): string[] {
+  const { result: load, cpu: svcCpu, io: svcIo } = service;
+  const { result: direct, cpu: limitCpu } = limit;
+  return [
+    `latency: I/O system calls per allocation (reads + writes): ${ioNote(svcIo, load.ok200)}${ref ? `; reference ${ioNote(ref.io, ref.load.ok200)}` : ''}`,
+    `latency: queue floor p50 ${formatValue(floor.queue.p50, 'ms')}, p99 ${formatValue(floor.queue.p99, 'ms')}, CPU per request ${floorCpuText(floor)}; Redis PING p50 ${formatValue(floor.redis.p50, 'ms')}; PostgreSQL select 1 p50 ${formatValue(floor.postgres.p50, 'ms')}`,
+    `latency: ${load.ok200} × 200, ${load.accepted202} × 202; max ${formatValue(load.latency.max, 'ms')} (limit max ${formatValue(direct.latency.max, 'ms')})`,
+    cpuNote('idle (service)', idle.wallS, idle.cpu),
+    cpuNote('latency (service)', load.elapsedS, svcCpu, load.ok200),
+    cpuNote('latency (limit)', direct.elapsedS, limitCpu, direct.completed),
+    ...(ref ? [cpuNote('latency (reference)', ref.load.elapsedS, ref.cpu, ref.load.ok200)] : []),
+    ...(peer
+      ? [
+          cpuNote('latency (peer)', peer.load.elapsedS, peer.cpu, peer.load.ok200),
+          `latency (peer): I/O system calls per allocation: ${ioNote(peer.io, peer.load.ok200)}`,
+        ]
+      : []),
+  ];
+}
+
 export async function latencyScenario(ctx: Ctx): Promise<ScenarioOutput> {
   const { cfg, infra, owner } = ctx;
   const n = cfg.latencyRequests;
@@ -68,14 +184,8 @@ export async function latencyScenario(ctx: Ctx): Promise<ScenarioOutput> {
   const idleS = cfg.quick ? 3 : 10;
   ctx.log(`latency: idle service, ${idleS} s`);
   const idle = await measured(ctx, 'idle (service)', () => new Promise((r) => setTimeout(r, idleS * 1000)));
-  const idleCpuMsPerS = cpuPerCredit(idle.cpu, idleS, 'service') ?? 0;
   ctx.log(`latency: ${n} sequential POSTs, 1 connection`);
-  const {
-    result: load,
-    cpu: svcCpu,
-    io: svcIo,
-    redis: svcRedis,
-  } = await measured(ctx, 'latency (service)', () =>
+  const service = await measured(ctx, 'latency (service)', () =>
     runLoad({
       baseUrl: ctx.api.baseUrl,
       apiKey: owner.apiKey,
@@ -84,18 +194,16 @@ export async function latencyScenario(ctx: Ctx): Promise<ScenarioOutput> {
       pick: () => ({ questId: svcQuest!, address: pickAccount() }),
     }),
   );
-  const v1 = await verifyLoad(ctx, [svcQuest!], load);
+  const v1 = await verifyLoad(ctx, [svcQuest!], service.result);
 
   const ref = await sideRun(ctx, 'reference', 'latency', { connections: 1, amount: n, quests: 1, seed: 1 });
   const peer = await sideRun(ctx, 'peer', 'latency', { connections: 1, amount: n, quests: 1, seed: 1 });
   ctx.log(`latency: queue floor, ${n} sequential no-op requests through the queue`);
   const floor = await queueFloor(ctx, n);
-  const ms = (v: number) => formatValue(v, 'ms');
-  const floorCpu = `${ms(floor.cpu.total)} (producer ${ms(floor.cpu.producer)} + worker ${ms(floor.cpu.worker)} + Redis ${ms(floor.cpu.redis)})`;
 
   const [limQuest] = await seedQuests(infra.sql, owner.ownerId, 1, 'latency-limit');
   ctx.log(`latency: limit, ${n} sequential ledger transactions`);
-  const { result: direct, cpu: limitCpu } = await withLimitPool(ctx, 1, (sql) =>
+  const limit = await withLimitPool(ctx, 1, (sql) =>
     measured(ctx, 'latency (limit)', () =>
       directSingle(sql, {
         concurrency: 1,
@@ -104,104 +212,21 @@ export async function latencyScenario(ctx: Ctx): Promise<ScenarioOutput> {
       }),
     ),
   );
-  const v2 = await verifyDirect(ctx, [limQuest!], direct);
+  const v2 = await verifyDirect(ctx, [limQuest!], limit.result);
 
+  const runs: LatencyRuns = { service, limit, idle, idleS, ref, peer, floor };
   return finish(
     ctx,
     'latency',
     [v1, v2, ...(ref ? [ref.verdict] : []), ...(peer ? [peer.verdict] : [])],
-    [
-      ...(['p50', 'p90', 'p99'] as const).map((q) => ({
-        metric: q,
-        unit: 'ms' as const,
-        service: load.latency[q],
-        limit: direct.latency[q],
-        reference: ref?.load.latency[q],
-        peer: peer?.load.latency[q],
-      })),
-      {
-        metric: 'allocations/s (1 client)',
-        unit: '/s',
-        service: load.rate,
-        limit: direct.rate,
-        reference: ref?.load.rate,
-        peer: peer?.load.rate,
-      },
-      {
-        metric: 'CPU per allocation (all processes)',
-        unit: 'ms',
-        service: cpuPerCredit(svcCpu, load.ok200, 'service'),
-        limit: cpuPerCredit(limitCpu, direct.completed, 'limit'),
-        reference: ref ? cpuPerCredit(ref.cpu, ref.load.ok200, 'reference') : undefined,
-        peer: peer ? cpuPerCredit(peer.cpu, peer.load.ok200, 'peer') : undefined,
-      },
-      {
-        metric: 'I/O system calls per allocation (API + workers)',
-        unit: 'per',
-        service: perCredit(ioCalls(svcIo, ['api', 'workers']), load.ok200),
-        limit: undefined,
-        reference: ref ? perCredit(ioCalls(ref.io, ['reference']), ref.load.ok200) : undefined,
-        peer: peer ? perCredit(ioCalls(peer.io, ['peer']), peer.load.ok200) : undefined,
-      },
-      {
-        metric: 'idle: CPU of the service per second, no requests (all processes)',
-        unit: 'ms',
-        service: idleCpuMsPerS,
-        limit: undefined,
-      },
-      {
-        metric: 'idle: Redis commands per second, no requests',
-        unit: 'per',
-        service: idle.redis ? idle.redis.commands / idle.wallS : null,
-        limit: undefined,
-      },
-      {
-        metric: 'queue floor p50 / p99 (no-op request: add → worker → reply)',
-        unit: 'text',
-        service: `${formatValue(floor.queue.p50, 'ms')} / ${formatValue(floor.queue.p99, 'ms')}`,
-        limit: undefined,
-      },
-      {
-        metric: 'queue floor CPU per request (producer + worker + Redis)',
-        unit: 'text',
-        service: floorCpu,
-        limit: undefined,
-      },
-      {
-        metric: 'p50 ÷ (reference p50 + queue floor p50)',
-        unit: 'x',
-        service: ref ? load.latency.p50 / (ref.load.latency.p50 + floor.queue.p50) : null,
-        limit: undefined,
-      },
-      {
-        metric: 'Redis commands per allocation (of which Lua scripts)',
-        unit: 'text',
-        service: redisPerAllocation(svcRedis, load.ok200),
-        limit: undefined,
-        peer: peer ? redisPerAllocation(peer.redis, peer.load.ok200) : undefined,
-      },
-    ],
+    latencyRows(runs),
     {
-      service: { ...lean(load), cpu: svcCpu, io: svcIo, redis: svcRedis },
-      limit: { ...lean(direct), cpu: limitCpu },
+      service: { ...lean(service.result), cpu: service.cpu, io: service.io, redis: service.redis },
+      limit: { ...lean(limit.result), cpu: limit.cpu },
       reference: ref && { ...lean(ref.load), cpu: ref.cpu, io: ref.io },
       peer: peer && { ...lean(peer.load), cpu: peer.cpu, io: peer.io, redis: peer.redis },
       queueFloor: floor,
     },
-    [
-      `latency: I/O system calls per allocation (reads + writes): ${ioNote(svcIo, load.ok200)}${ref ? `; reference ${ioNote(ref.io, ref.load.ok200)}` : ''}`,
-      `latency: queue floor p50 ${formatValue(floor.queue.p50, 'ms')}, p99 ${formatValue(floor.queue.p99, 'ms')}, CPU per request ${floorCpu}; Redis PING p50 ${formatValue(floor.redis.p50, 'ms')}; PostgreSQL select 1 p50 ${formatValue(floor.postgres.p50, 'ms')}`,
-      `latency: ${load.ok200} × 200, ${load.accepted202} × 202; max ${formatValue(load.latency.max, 'ms')} (limit max ${formatValue(direct.latency.max, 'ms')})`,
-      cpuNote('idle (service)', idle.wallS, idle.cpu),
-      cpuNote('latency (service)', load.elapsedS, svcCpu, load.ok200),
-      cpuNote('latency (limit)', direct.elapsedS, limitCpu, direct.completed),
-      ...(ref ? [cpuNote('latency (reference)', ref.load.elapsedS, ref.cpu, ref.load.ok200)] : []),
-      ...(peer
-        ? [
-            cpuNote('latency (peer)', peer.load.elapsedS, peer.cpu, peer.load.ok200),
-            `latency (peer): I/O system calls per allocation: ${ioNote(peer.io, peer.load.ok200)}`,
-          ]
-        : []),
-    ],
+    latencyNotes(runs),
   );
 }
