@@ -87,108 +87,135 @@ async function delivered(receiver: WebhookReceiver, ids: readonly string[], what
   });
 }
 
-export async function webhooksScenario(ctx: Ctx): Promise<ScenarioOutput> {
+/** A new owner with one endpoint, the receiver's, subscribed to every event. */
+async function subscribeReceiver(ctx: Ctx, receiver: WebhookReceiver): Promise<BenchOwner> {
+  const subscribed: BenchOwner = await seedOwner(ctx.infra.sql);
+  const created = await api<{ endpoint: { id: string; secret: string } }>(ctx, subscribed.apiKey, 'POST', '/webhook-endpoints', {
+    url: receiver.url,
+    description: 'bench receiver',
+  });
+  if (created.status !== 200) throw new Error(`POST /webhook-endpoints: ${created.status} ${JSON.stringify(created.body)}`);
+  receiver.secrets = [created.body.endpoint.secret];
+  return subscribed;
+}
+
+/**
+ * The throughput load without an endpoint, with one (until its deliveries arrived), without again;
+ * what it costs the service per allocation with and without.
+ */
+async function measureLoads(ctx: Ctx, receiver: WebhookReceiver, subscribed: BenchOwner, reasons: string[]) {
   const { cfg, infra } = ctx;
+  const run = (c: Ctx, label: string, seed: number) =>
+    throughputServiceRun(c, label, { durationS: cfg.throughputS, hot: false, sampleMemory: false, seed });
+  ctx.log(`webhooks: throughput without an endpoint, ${cfg.connections} connections, ${cfg.throughputS} s`);
+  const before = await run(ctx, 'webhooks-without-1', 31);
+
+  ctx.log(`webhooks: throughput with one subscribed endpoint (receiver at ${receiver.url})`);
+  const withRun = await run({ ...ctx, owner: subscribed }, 'webhooks-with', 32);
+  const loadEnd = Date.now();
+  // The deliveries the load left behind are its cost too: the service's CPU until they arrived.
+  const drainFrom = cpuSnapshot(ctx.services());
+  const runEvents = await infra.sql<{ id: string }[]>`
+    select id from events where owner_id = ${subscribed.ownerId} and quest_id = any(${withRun.quests}::int[]) order by id`;
+  const lags = await delivered(
+    receiver,
+    runEvents.map((e) => e.id),
+    'webhooks run',
+  );
+  const drainCpu = cpuDelta(drainFrom, cpuSnapshot(ctx.services()));
+  const drainS = (Math.max(...runEvents.map((e) => receiver.events.get(e.id)!.receivedAt)) - loadEnd) / 1000;
+  const lag = summarize(lags);
+  if (runEvents.length < withRun.load.ok200)
+    reasons.push(`${runEvents.length} events for ${withRun.load.ok200} allocations answered 200`);
+
+  ctx.log('webhooks: throughput without an endpoint, again');
+  const after = await run(ctx, 'webhooks-without-2', 33);
+  // Capacity, the receiver aside: on a machine of its own the service's rate is its CPU ÷ its CPU
+  // per allocation, so the ratio of those is what one endpoint costs it — whatever the receiver (in
+  // this bench process, on the same 2 cores here; a customer's server in production) takes.
+  const cpuWithout =
+    ((cpuPerCredit(before.cpu, before.load.ok200, 'service') ?? 0) +
+      (cpuPerCredit(after.cpu, after.load.ok200, 'service') ?? 0)) /
+    2;
+  const withCpu = { ...withRun.cpu };
+  for (const [group, seconds] of Object.entries(drainCpu)) withCpu[group] = (withCpu[group] ?? 0) + seconds;
+  const cpuWith = cpuPerCredit(withCpu, withRun.load.ok200, 'service') ?? 0;
+  return { before, withRun, after, runEvents, drainCpu, drainS, lag, cpuWithout, cpuWith };
+}
+
+/** POST a batch of `addresses` to the quest; measured until the receiver verified every one of its events. */
+async function measureBatch(ctx: Ctx, receiver: WebhookReceiver, apiKey: string, questId: number, addresses: string[]) {
+  return measured(ctx, 'webhooks batch (service)', async () => {
+    const t0 = performance.now();
+    const res = await api<{ batch: { id: string } }>(ctx, apiKey, 'POST', `/quests/${questId}/batches`, {
+      allocations: addresses.map((address) => ({ address, points: 1 })),
+    });
+    if (res.status !== 200 && res.status !== 202) throw new Error(`POST batches: ${res.status} ${JSON.stringify(res.body)}`);
+    const batchId = res.body.batch.id;
+    // Events are in the outbox once the batch's chunks commit; wait for all of them to arrive.
+    const ids = await until(
+      'the batch to complete',
+      DRAIN_TIMEOUT_MS,
+      async () => {
+        const rows = await ctx.infra.sql<{ id: string; type: string }[]>`
+          select id, type from events where batch_id = ${batchId} order by id`;
+        return rows.some((r) => r.type === 'batch.completed') ? rows.map((r) => r.id) : undefined;
+      },
+      { intervalMs: 50 },
+    );
+    const batchLags = await delivered(receiver, ids, 'webhooks batch');
+    return { batchId, ids, lags: batchLags, elapsedS: (performance.now() - t0) / 1000 };
+  });
+}
+
+/**
+ * One payout.created per credit, in item order in the feed, then batch.completed; every
+ * payout id in the events is one the database holds for the quest.
+ */
+async function checkBatchEvents(
+  ctx: Ctx,
+  b: { receiver: WebhookReceiver; apiKey: string; questId: number; addresses: string[]; lastBefore: string | undefined },
+  batch: { batchId: string; ids: string[] },
+  reasons: string[],
+) {
+  const { receiver, addresses } = b;
+  const events = batch.ids.map((id) => receiver.events.get(id)!);
+  const byIndex = new Map(events.filter((e) => e.type === 'payout.created').map((e) => [e.allocation_id, e]));
+  const missing = addresses.filter((_, i) => !byIndex.has(`${batch.batchId}:${i}`)).length;
+  if (missing) reasons.push(`batch: ${missing} items without a payout.created`);
+  if (byIndex.size !== addresses.length) reasons.push(`batch: ${byIndex.size} payout.created for ${addresses.length} items`);
+  const completed = events.filter((e) => e.type === 'batch.completed');
+  if (completed.length !== 1) reasons.push(`batch: ${completed.length} batch.completed events`);
+  const payouts = await ctx.infra.sql<{ id: string }[]>`select id from payouts where quest_id = ${b.questId}`;
+  const eventPayouts = new Set([...byIndex.values()].map((e) => e.data?.payout?.id as string));
+  if (payouts.length !== addresses.length || payouts.some((p) => !eventPayouts.has(p.id)))
+    reasons.push(`batch: ${payouts.length} payouts in the database, ${eventPayouts.size} in the events, not the same`);
+  const fed = await feed(ctx, b.apiKey, b.lastBefore);
+  const expected = [...addresses.map((_, i) => byIndex.get(`${batch.batchId}:${i}`)?.id), completed[0]?.id];
+  const feedInOrder = fed.length === expected.length && fed.every((e, i) => e.id === expected[i]);
+  if (!feedInOrder)
+    reasons.push(`batch: GET /events answered ${fed.length} events, not the ${expected.length} delivered in item order`);
+  return events;
+}
+
+export async function webhooksScenario(ctx: Ctx): Promise<ScenarioOutput> {
+  const { infra } = ctx;
   const reasons: string[] = [];
   const receiver = await startWebhookReceiver();
   try {
-    const subscribed: BenchOwner = await seedOwner(infra.sql);
-    const created = await api<{ endpoint: { id: string; secret: string } }>(
-      ctx,
-      subscribed.apiKey,
-      'POST',
-      '/webhook-endpoints',
-      {
-        url: receiver.url,
-        description: 'bench receiver',
-      },
-    );
-    if (created.status !== 200) throw new Error(`POST /webhook-endpoints: ${created.status} ${JSON.stringify(created.body)}`);
-    receiver.secrets = [created.body.endpoint.secret];
-    const withEndpoint = { ...ctx, owner: subscribed };
-
-    const run = (c: Ctx, label: string, seed: number) =>
-      throughputServiceRun(c, label, { durationS: cfg.throughputS, hot: false, sampleMemory: false, seed });
-    ctx.log(`webhooks: throughput without an endpoint, ${cfg.connections} connections, ${cfg.throughputS} s`);
-    const before = await run(ctx, 'webhooks-without-1', 31);
-
-    ctx.log(`webhooks: throughput with one subscribed endpoint (receiver at ${receiver.url})`);
-    const withRun = await run(withEndpoint, 'webhooks-with', 32);
-    const loadEnd = Date.now();
-    // The deliveries the load left behind are its cost too: the service's CPU until they arrived.
-    const drainFrom = cpuSnapshot(ctx.services());
-    const runEvents = await infra.sql<{ id: string }[]>`
-      select id from events where owner_id = ${subscribed.ownerId} and quest_id = any(${withRun.quests}::int[]) order by id`;
-    const lags = await delivered(
-      receiver,
-      runEvents.map((e) => e.id),
-      'webhooks run',
-    );
-    const drainCpu = cpuDelta(drainFrom, cpuSnapshot(ctx.services()));
-    const drainS = (Math.max(...runEvents.map((e) => receiver.events.get(e.id)!.receivedAt)) - loadEnd) / 1000;
-    const lag = summarize(lags);
-    if (runEvents.length < withRun.load.ok200)
-      reasons.push(`${runEvents.length} events for ${withRun.load.ok200} allocations answered 200`);
-
-    ctx.log('webhooks: throughput without an endpoint, again');
-    const after = await run(ctx, 'webhooks-without-2', 33);
+    const subscribed = await subscribeReceiver(ctx, receiver);
+    const loads = await measureLoads(ctx, receiver, subscribed, reasons);
+    const { before, withRun, after, runEvents, drainCpu, drainS, lag, cpuWithout, cpuWith } = loads;
     const withoutRate = (before.load.rate + after.load.rate) / 2;
-    // Capacity, the receiver aside: on a machine of its own the service's rate is its CPU ÷ its CPU
-    // per allocation, so the ratio of those is what one endpoint costs it — whatever the receiver (in
-    // this bench process, on the same 2 cores here; a customer's server in production) takes.
-    const cpuWithout =
-      ((cpuPerCredit(before.cpu, before.load.ok200, 'service') ?? 0) +
-        (cpuPerCredit(after.cpu, after.load.ok200, 'service') ?? 0)) /
-      2;
-    const withCpu = { ...withRun.cpu };
-    for (const [group, seconds] of Object.entries(drainCpu)) withCpu[group] = (withCpu[group] ?? 0) + seconds;
-    const cpuWith = cpuPerCredit(withCpu, withRun.load.ok200, 'service') ?? 0;
 
     // The batch: POST → every event verified by the receiver.
     const [questId] = await seedQuests(infra.sql, subscribed.ownerId, 1, 'webhooks-batch');
     const addresses = ctx.accounts.slice(0, WEBHOOK_BATCH_ITEMS);
     const lastBefore = (await feed(ctx, subscribed.apiKey, undefined)).at(-1)?.id;
     ctx.log(`webhooks: a ${groupThousands(addresses.length)}-item batch, delivered`);
-    const { result: batch, cpu: batchCpu } = await measured(ctx, 'webhooks batch (service)', async () => {
-      const t0 = performance.now();
-      const res = await api<{ batch: { id: string } }>(ctx, subscribed.apiKey, 'POST', `/quests/${questId}/batches`, {
-        allocations: addresses.map((address) => ({ address, points: 1 })),
-      });
-      if (res.status !== 200 && res.status !== 202) throw new Error(`POST batches: ${res.status} ${JSON.stringify(res.body)}`);
-      const batchId = res.body.batch.id;
-      // Events are in the outbox once the batch's chunks commit; wait for all of them to arrive.
-      const ids = await until(
-        'the batch to complete',
-        DRAIN_TIMEOUT_MS,
-        async () => {
-          const rows = await infra.sql<{ id: string; type: string }[]>`
-            select id, type from events where batch_id = ${batchId} order by id`;
-          return rows.some((r) => r.type === 'batch.completed') ? rows.map((r) => r.id) : undefined;
-        },
-        { intervalMs: 50 },
-      );
-      const batchLags = await delivered(receiver, ids, 'webhooks batch');
-      return { batchId, ids, lags: batchLags, elapsedS: (performance.now() - t0) / 1000 };
-    });
-
-    // One payout.created per credit, in item order in the feed, then batch.completed; every
-    // payout id in the events is one the database holds for the quest.
-    const events = batch.ids.map((id) => receiver.events.get(id)!);
-    const byIndex = new Map(events.filter((e) => e.type === 'payout.created').map((e) => [e.allocation_id, e]));
-    const missing = addresses.filter((_, i) => !byIndex.has(`${batch.batchId}:${i}`)).length;
-    if (missing) reasons.push(`batch: ${missing} items without a payout.created`);
-    if (byIndex.size !== addresses.length) reasons.push(`batch: ${byIndex.size} payout.created for ${addresses.length} items`);
-    const completed = events.filter((e) => e.type === 'batch.completed');
-    if (completed.length !== 1) reasons.push(`batch: ${completed.length} batch.completed events`);
-    const payouts = await infra.sql<{ id: string }[]>`select id from payouts where quest_id = ${questId!}`;
-    const eventPayouts = new Set([...byIndex.values()].map((e) => e.data?.payout?.id as string));
-    if (payouts.length !== addresses.length || payouts.some((p) => !eventPayouts.has(p.id)))
-      reasons.push(`batch: ${payouts.length} payouts in the database, ${eventPayouts.size} in the events, not the same`);
-    const fed = await feed(ctx, subscribed.apiKey, lastBefore);
-    const expected = [...addresses.map((_, i) => byIndex.get(`${batch.batchId}:${i}`)?.id), completed[0]?.id];
-    const feedInOrder = fed.length === expected.length && fed.every((e, i) => e.id === expected[i]);
-    if (!feedInOrder)
-      reasons.push(`batch: GET /events answered ${fed.length} events, not the ${expected.length} delivered in item order`);
+    const { result: batch, cpu: batchCpu } = await measureBatch(ctx, receiver, subscribed.apiKey, questId!, addresses);
+    const b = { receiver, apiKey: subscribed.apiKey, questId: questId!, addresses, lastBefore };
+    const events = await checkBatchEvents(ctx, b, batch, reasons);
     if (receiver.invalid) reasons.push(`${receiver.invalid} deliveries whose signature did not verify`);
 
     const batchLag = summarize(batch.lags);
