@@ -98,7 +98,7 @@ describe.skipIf(!HAS_CHROMIUM)('the console in Chromium', () => {
         expect(await page.locator('#points-remaining').innerText()).toBe('95,050');
         // The new row has its time, and the charts and recent payouts show the batch without a reload.
         expect(await done.innerText()).toMatch(/\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC/);
-        await page.getByText('990 credits in the last 1 h.').waitFor();
+        expect(await page.getByText('990 credits in the last 1 h.').count()).toBe(1);
         expect(await page.getByRole('link', { name: /^Reverse payout/ }).count()).toBe(25);
         await view(page, 'owner-upload-finished');
         // On a phone (375 px): the budget bar whole, the batches table within the screen, ids on a line or two.
