@@ -1,4 +1,10 @@
-import Fastify, { type FastifyInstance, LogController } from 'fastify';
+import Fastify, {
+  type FastifyInstance,
+  type FastifyPluginAsync,
+  type FastifyReply,
+  type FastifyRequest,
+  LogController,
+} from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { answerUnknownExpectations, clientErrorHandler } from './client-errors.ts';
 import { handleError, handleNotFound, sendError, mapError } from './errors.ts';
@@ -42,13 +48,9 @@ import { parseSecretKey } from '@quest/config';
 
 export type { ApiConfig, ApiDeps, RouteDeps } from './types.ts';
 
-/**
- * Build the HTTP app: zod validation and serialization, the OpenAPI document (generated from the
- * same schemas) at GET /openapi.json with interactive docs at /docs, the error envelope, request
- * ids, one log line per request, and every route. Listening is the caller's business.
- */
-export async function buildApp(config: ApiConfig, given: ApiDeps): Promise<FastifyInstance> {
-  const app = Fastify({
+/** The server's options: limits, timeouts, ids, logging, and errors answered in the envelope. */
+function fastifyOptions(config: ApiConfig, given: ApiDeps) {
+  return {
     loggerInstance: given.logger ?? createLogger(config.LOG_LEVEL),
     // Fastify's two lines per request are replaced by the onResponse hook's one.
     logController: new LogController({ disableRequestLogging: true }),
@@ -60,7 +62,7 @@ export async function buildApp(config: ApiConfig, given: ApiDeps): Promise<Fasti
     trustProxy: config.TRUST_PROXY,
     // While draining, finish requests on open connections normally instead of a bare 503.
     return503OnClosing: false,
-    frameworkErrors: (error, request, reply) => sendError(request, reply, mapError(error)),
+    frameworkErrors: (error: unknown, request: FastifyRequest, reply: FastifyReply) => sendError(request, reply, mapError(error)),
     // Low-level answers (unparseable HTTP, headers too large, timeouts) in the envelope too.
     clientErrorHandler,
     // Node answers a missing Host with an empty 400 before Fastify sees the request; the onRequest
@@ -75,19 +77,11 @@ export async function buildApp(config: ApiConfig, given: ApiDeps): Promise<Fasti
     requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS,
     connectionTimeout: config.HTTP_CONNECTION_TIMEOUT_MS,
     keepAliveTimeout: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
-  }).withTypeProvider<ZodTypeProvider>();
-  answerUnknownExpectations(app.server);
-  app.server.maxConnections = config.HTTP_MAX_CONNECTIONS;
+  };
+}
 
-  // Every body is JSON. Fastify also parses text/plain by default, which would turn a wrong content
-  // type into a confusing parse error; without that parser it is 400 UNSUPPORTED_MEDIA_TYPE.
-  app.removeContentTypeParser('text/plain');
-  useDepthLimitedJsonParser(app);
-  app.setValidatorCompiler(validatorCompiler);
-  app.setSerializerCompiler(serializerCompiler);
-  app.setErrorHandler(handleError);
-  app.setNotFoundHandler(handleNotFound);
-
+/** The request id on every answer, a missing Host refused, and one log line per request. */
+function addRequestHooks(app: FastifyInstance): void {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
     if (request.raw.headers.host === undefined && request.raw.httpVersionMinor >= 1) {
@@ -107,28 +101,10 @@ export async function buildApp(config: ApiConfig, given: ApiDeps): Promise<Fasti
       'request completed',
     );
   });
+}
 
-  await registerOpenApi(app as unknown as FastifyInstance);
-
-  await app.register(metricsPlugin, {
-    sql: given.sql,
-    redisUrl: config.REDIS_URL,
-    prefix: config.QUEUE_PREFIX,
-    partitions: config.QUEUE_PARTITIONS,
-    dbPoolMax: config.DATABASE_POOL_MAX,
-    sampleMs: config.METRICS_SAMPLE_MS,
-  });
-  const { ownerItems, authFailures } = await registerRateLimits(app, config, given.redis);
-  if (config.ADMIN_TOKEN) {
-    await app.register(queueConsole, {
-      token: config.ADMIN_TOKEN,
-      redisUrl: config.REDIS_URL,
-      queuePrefix: config.QUEUE_PREFIX,
-      partitions: config.QUEUE_PARTITIONS,
-      allowActions: config.ADMIN_QUEUE_ACTIONS,
-      authFailures,
-    });
-  }
+/** What the routes and the console are built from: the read services and the command boundary. */
+function routeDeps(config: ApiConfig, given: ApiDeps, ownerItems: RouteDeps['ownerItems']): RouteDeps {
   const { sql, allocator, idempotency } = given;
   const commands = new CommandBoundary({
     sql,
@@ -153,6 +129,11 @@ export async function buildApp(config: ApiConfig, given: ApiDeps): Promise<Fasti
     reversals: new ReversalService(sql),
     webhooks: new WebhookService({ sql }),
   };
+  return deps;
+}
+
+/** Every JSON route: one plugin per operation. */
+const apiRoutes: FastifyPluginAsync<{ deps: RouteDeps }> = async (app, { deps }) => {
   await app.register(rootRoute);
   await app.register(healthRoutes, { deps });
   await app.register(getQuestsRoute, { deps });
@@ -173,6 +154,52 @@ export async function buildApp(config: ApiConfig, given: ApiDeps): Promise<Fasti
   await app.register(rotateWebhookSecretRoute, { deps });
   await app.register(replayWebhookEndpointRoute, { deps });
   await app.register(listWebhookDeliveriesRoute, { deps });
+};
+
+/**
+ * Build the HTTP app: zod validation and serialization, the OpenAPI document (generated from the
+ * same schemas) at GET /openapi.json with interactive docs at /docs, the error envelope, request
+ * ids, one log line per request, and every route. Listening is the caller's business.
+ */
+export async function buildApp(config: ApiConfig, given: ApiDeps): Promise<FastifyInstance> {
+  const app = Fastify(fastifyOptions(config, given)).withTypeProvider<ZodTypeProvider>();
+  answerUnknownExpectations(app.server);
+  app.server.maxConnections = config.HTTP_MAX_CONNECTIONS;
+
+  // Every body is JSON. Fastify also parses text/plain by default, which would turn a wrong content
+  // type into a confusing parse error; without that parser it is 400 UNSUPPORTED_MEDIA_TYPE.
+  app.removeContentTypeParser('text/plain');
+  useDepthLimitedJsonParser(app);
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  app.setErrorHandler(handleError);
+  app.setNotFoundHandler(handleNotFound);
+
+  addRequestHooks(app as unknown as FastifyInstance);
+
+  await registerOpenApi(app as unknown as FastifyInstance);
+
+  await app.register(metricsPlugin, {
+    sql: given.sql,
+    redisUrl: config.REDIS_URL,
+    prefix: config.QUEUE_PREFIX,
+    partitions: config.QUEUE_PARTITIONS,
+    dbPoolMax: config.DATABASE_POOL_MAX,
+    sampleMs: config.METRICS_SAMPLE_MS,
+  });
+  const { ownerItems, authFailures } = await registerRateLimits(app, config, given.redis);
+  if (config.ADMIN_TOKEN) {
+    await app.register(queueConsole, {
+      token: config.ADMIN_TOKEN,
+      redisUrl: config.REDIS_URL,
+      queuePrefix: config.QUEUE_PREFIX,
+      partitions: config.QUEUE_PARTITIONS,
+      allowActions: config.ADMIN_QUEUE_ACTIONS,
+      authFailures,
+    });
+  }
+  const deps = routeDeps(config, given, ownerItems);
+  await app.register(apiRoutes, { deps });
   // The browser console: its own context (cookies, forms, HTML errors), nothing shared with the routes above.
   await app.register(consolePlugin, { prefix: CONSOLE_PATH, deps, authFailures });
 
