@@ -17,8 +17,8 @@ import { checkWindow } from '../usage.ts';
 import type { Context } from '../context.ts';
 import type { Run } from './run.ts';
 
-/** `account`, `campaign` and `quest`: what points are paid to and from. */
-export function registerCatalogCommands(program: Command, ctx: Context, run: Run): void {
+/** `account`: the accounts points are paid to. */
+function registerAccountCommands(program: Command, ctx: Context, run: Run): void {
   const account = program.command('account').description('Accounts that receive points');
   account
     .command('create')
@@ -37,7 +37,10 @@ export function registerCatalogCommands(program: Command, ctx: Context, run: Run
     .option('--limit <n>', `accounts per page, 1-${MAX_LIST_LIMIT}`, parseLimit, DEFAULT_LIST_LIMIT)
     .option('--after <accountId>', 'continue after this account id (the "next" of the previous page)', parseAfterInt)
     .action((opts) => run(async () => (await import('../commands/lists.ts')).accountList(ctx, opts)));
+}
 
+/** `campaign`: groups of quests with a window of their own. */
+function registerCampaignCommands(program: Command, ctx: Context, run: Run): void {
   const campaign = program.command('campaign').description('Campaigns (groups of quests)');
   campaign
     .command('create')
@@ -59,7 +62,10 @@ export function registerCatalogCommands(program: Command, ctx: Context, run: Run
     .option('--limit <n>', `campaigns per page, 1-${MAX_LIST_LIMIT}`, parseLimit, DEFAULT_LIST_LIMIT)
     .option('--after <campaignId>', 'continue after this campaign id (the "next" of the previous page)', parseRowId)
     .action((opts) => run(async () => (await import('../commands/lists.ts')).campaignList(ctx, opts)));
+}
 
+/** `quest`: points budgets, their windows and settings. */
+function registerQuestCommands(program: Command, ctx: Context, run: Run): void {
   const quest = program.command('quest').description('Quests (points budgets)');
   quest
     .command('create')
@@ -107,4 +113,11 @@ export function registerCatalogCommands(program: Command, ctx: Context, run: Run
     .option('--limit <n>', `quests per page, 1-${MAX_LIST_LIMIT}`, parseLimit, DEFAULT_LIST_LIMIT)
     .option('--after <questId>', 'continue after this quest id (the "next" of the previous page)', parseRowId)
     .action((opts) => run(async () => (await import('../commands/lists.ts')).questList(ctx, opts)));
+}
+
+/** `account`, `campaign` and `quest`: what points are paid to and from. */
+export function registerCatalogCommands(program: Command, ctx: Context, run: Run): void {
+  registerAccountCommands(program, ctx, run);
+  registerCampaignCommands(program, ctx, run);
+  registerQuestCommands(program, ctx, run);
 }
