@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { CONSOLE_PATH } from './console/context.ts';
 
 /**
  * `GET /`: where to go from here. The spec has no `/` route and no redirect status, so this is a
@@ -8,7 +9,7 @@ import type { FastifyInstance } from 'fastify';
  */
 
 export const ROOT_LINKS = {
-  console: { href: '/console', title: 'Console: quests, credits and payouts in the browser' },
+  console: { href: CONSOLE_PATH, title: 'Console: quests, credits and payouts in the browser' },
   docs: { href: '/docs', title: 'API documentation, interactive' },
   openapi: { href: '/openapi.json', title: 'OpenAPI 3.1 document' },
 } as const;

@@ -29,8 +29,7 @@ export function operatorPoolRoutes(app: FastifyInstance, ctx: ConsoleContext): v
     let reconciler = 'never';
     if (last) {
       try {
-        const parsed = JSON.parse(last) as { at?: string | number; finishedAt?: string | number };
-        const at = parsed.finishedAt ?? parsed.at;
+        const { at } = JSON.parse(last) as { at?: string | number };
         reconciler = at === undefined ? last.slice(0, 200) : when(new Date(at));
       } catch {
         reconciler = last.slice(0, 200);
