@@ -1,2 +1,2 @@
-export { bundleIsFresh, newestSource } from '@quest/config/fresh';
+export { bundleIsFresh } from '@quest/config/fresh';
 export function adminSourceDirs(root: string): string[];

@@ -3,7 +3,7 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 
-export { bundleIsFresh, newestSource } from '@quest/config/fresh';
+export { bundleIsFresh } from '@quest/config/fresh';
 
 /** The sources of quest-admin's bundle: the CLI and every workspace package. */
 export function adminSourceDirs(root) {

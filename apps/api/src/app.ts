@@ -46,7 +46,7 @@ import { QuestAuthorizer } from './auth.ts';
 import { DomainError, ID_PARAM_MAX_LENGTH } from '@quest/domain';
 import { parseSecretKey } from '@quest/config';
 
-export type { ApiConfig, ApiDeps, RouteDeps } from './types.ts';
+export type { ApiConfig, ApiDeps } from './types.ts';
 
 /** The server's options: limits, timeouts, ids, logging, and errors answered in the envelope. */
 function fastifyOptions(config: ApiConfig, given: ApiDeps) {

@@ -165,18 +165,14 @@ export { OpenApiContract };
 // ---------------------------------------------------------------------------------------------
 
 export {
-  type CampaignFields,
   createAccount,
-  createAccounts,
   createApiKey,
   createCampaign,
   createOwner,
   createPayouts,
   createQuest,
-  createQuests,
   DAY,
   HOUR,
-  type QuestFields,
   randomAddress,
   revokeApiKey,
   type SeededOwner,
