@@ -77,7 +77,7 @@ export interface PoolView {
 /** The pool's view, set by observePool. */
 let poolView: { pool: PoolView; workerId: string } | undefined;
 
-export const poolMembers = new Gauge({
+const poolMembers = new Gauge({
   name: 'quest_pool_members',
   help: 'Live members of the worker pool, as this worker saw them at its last heartbeat.',
   registers: [registry],
@@ -86,7 +86,7 @@ export const poolMembers = new Gauge({
   },
 });
 
-export const partitionsOwned = new Gauge({
+const partitionsOwned = new Gauge({
   name: 'quest_pool_partitions_owned',
   help: 'Partitions this worker owns (runs a BullMQ worker for).',
   labelNames: ['worker'] as const,
@@ -96,7 +96,7 @@ export const partitionsOwned = new Gauge({
   },
 });
 
-export const poolMember = new Gauge({
+const poolMember = new Gauge({
   name: 'quest_pool_member',
   help: 'Whether this worker is a pool member now (1), or out of the pool because it cannot do the work (0): its database probe fails, or answers far slower than its peers.',
   registers: [registry],
@@ -105,7 +105,7 @@ export const poolMember = new Gauge({
   },
 });
 
-export const dbProbeSeconds = new Gauge({
+const dbProbeSeconds = new Gauge({
   name: 'quest_db_probe_seconds',
   help: "Smoothed latency of this worker's database probe (one per heartbeat).",
   registers: [registry],
@@ -114,7 +114,7 @@ export const dbProbeSeconds = new Gauge({
   },
 });
 
-export const poolFenced = new Counter({
+const poolFenced = new Counter({
   name: 'quest_pool_fenced_total',
   help: 'Times this worker dropped its partitions because it could not do the work: redis = its membership was not renewed in time (it fenced itself before the TTL let others in); unreachable = its database probes failed; slow = its database answered it far slower than its peers.',
   labelNames: ['reason'] as const,
@@ -127,7 +127,7 @@ export const poolFenced = new Counter({
   },
 });
 
-export const partitionStalledSeconds = new Gauge({
+const partitionStalledSeconds = new Gauge({
   name: 'quest_partition_stalled_seconds',
   help: 'For each partition this worker owns: seconds since it last decided a job while jobs are waiting (0 when none wait). Alert when it stays above a few seconds.',
   labelNames: ['partition'] as const,
@@ -139,7 +139,7 @@ export const partitionStalledSeconds = new Gauge({
   },
 });
 
-export const consumerRestarts = new Counter({
+const consumerRestarts = new Counter({
   name: 'quest_partition_consumer_restarts_total',
   help: 'Partition consumers this worker restarted because jobs waited and the consumer fetched none (WORKER_STALL_RESTART_MS).',
   registers: [registry],

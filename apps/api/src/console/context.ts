@@ -3,15 +3,7 @@ import type { RouteDeps } from '../types.ts';
 import type { Html, Viewer } from './html.ts';
 import type { ConsoleSession, ConsoleSessions } from './sessions.ts';
 
-/** Where the console is mounted; every console path is built from it (consolePath). */
-export const CONSOLE_PATH = '/console';
-
-/**
- * A console path: CONSOLE_PATH and the given segments, each percent-encoded (`consolePath()` is
- * CONSOLE_PATH itself; a trailing '' gives a trailing slash).
- */
-export const consolePath = (...segments: (string | number)[]): string =>
-  [CONSOLE_PATH, ...segments.map((s) => encodeURIComponent(String(s)))].join('/');
+export { CONSOLE_PATH, consolePath } from './paths.ts';
 
 /** What the console's route files share. */
 export interface ConsoleContext {

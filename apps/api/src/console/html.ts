@@ -4,7 +4,7 @@
  * and the small pieces every view shares (figures, times, a budget bar). Charts: charts.ts.
  */
 
-import { consolePath } from './context.ts';
+import { consolePath } from './paths.ts';
 
 export class Html {
   constructor(readonly text: string) {}

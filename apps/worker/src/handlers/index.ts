@@ -5,7 +5,6 @@ import type { HandlerDeps } from './retry.ts';
 
 export type { HandlerDeps } from './retry.ts';
 export { handleAllocate } from './allocate.ts';
-export { handleBatch } from './batch.ts';
 
 /** The worker's side of the job catalogue: one handler per job name (a missing one does not compile). */
 export function createHandlers(deps: HandlerDeps): JobHandlers {
