@@ -3,7 +3,6 @@ import type { CreditCheck } from './audit.ts';
 import type { BenchConfig, ScenarioName } from './config.ts';
 import type { DirectResult } from './direct.ts';
 import type { BenchInfra } from './infra.ts';
-import type { Peer } from './peer.ts';
 import type { Window } from './profile.ts';
 import type { BenchOwner } from './seed.ts';
 import type { Service } from './services.ts';
@@ -71,4 +70,20 @@ export interface Verdict {
   reasons: string[];
   /** The exact payout check, for scenarios that credit through the service. */
   credits?: CreditCheck;
+}
+
+/**
+ * The obvious-queue peer as the bench runs it (peer-api.ts, peer-worker.ts): on a database of its
+ * own (`<bench database>_peer`, migrated like the bench's, with its own owner and the same
+ * numbered accounts) and a Redis key prefix of its own (`<bench prefix>p`), both dropped with the
+ * bench's. Its own database keeps the service's background work (outbox, reconciler) away from its
+ * rows, and its rows away from the service's checks; the bench checks its ledger separately.
+ */
+export interface Peer {
+  api: Service & { baseUrl: string };
+  worker: Service;
+  /** A small pool on the peer's database, for seeding its quests and checking its ledger. */
+  sql: Sql;
+  owner: BenchOwner;
+  dbName: string;
 }

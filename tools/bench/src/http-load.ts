@@ -140,8 +140,3 @@ export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
     sampleErrors,
   };
 }
-
-/** A short unmeasured load so the processes' JIT, pools and connections are warm. */
-export async function warmUp(opts: Omit<LoadOptions, 'amount'> & { durationS: number }): Promise<LoadResult> {
-  return runLoad(opts);
-}

@@ -8,7 +8,6 @@ import { measured } from '../measure.ts';
 import { seedQuests } from '../seed.ts';
 import { type Service, type ServiceEnv, startApi, startWorkerProcess, waitForPool } from '../services.ts';
 import { rng } from '../stats.ts';
-import type { ApiScaleOptions } from './api-scale.ts';
 
 /** One point of api-scale: `n` API processes and `workers` workers on a fresh key prefix, one run of it. */
 
@@ -240,4 +239,32 @@ export async function measurePoint(
     await Promise.all([...apis, ...workers].map((s) => s.stop('SIGTERM')));
     await Promise.all(masterConnections(redis).map((n) => n.flushall().catch(() => {})));
   }
+}
+
+/**
+ * api-scale: the same number of allocations sent through 1, 2, 4 … API processes (the load split
+ * evenly over them), with the bench's workers behind, on a redis-server of its own (a free port, a
+ * temp dir, no persistence), so Redis's CPU can be read exactly from its `INFO cpu` (used_cpu_sys +
+ * used_cpu_user) and `INFO commandstats` — the shared Redis serves other people too. What it shows:
+ * whether the Redis work per allocation grows with the number of API processes (it did while
+ * every API process read every partition's event stream), and how coalescing (items per job)
+ * changes when the same load is spread over more API processes. Each point starts fresh processes
+ * and a fresh key prefix; `--repeat` runs each point again (the machine is shared: compare both).
+ */
+
+export interface ApiScaleOptions {
+  apiCounts: number[];
+  repeat: number;
+  allocations: number;
+  workers: number;
+  partitions: number;
+  connections: number;
+  quests: number;
+  accountPool: number;
+  /**
+   * Route by quest, as a load balancer hashing on the quest path would: API process i gets only
+   * the quests of partitions p with p mod n = i, so each partition's requests meet in one process.
+   */
+  affinity: boolean;
+  profileArgs: (role: 'api' | 'worker') => string[];
 }
