@@ -85,6 +85,14 @@ const nasty = fc.oneof(
   fc.constant('x'.repeat(250)),
 );
 
+/**
+ * A segment of dots is a relative reference that URL parsers resolve before a request is made
+ * (RFC 3986 § 5.2.4; WHATWG URL resolves `%2E%2E` too, and app.inject parses with it): `/quests/..`
+ * becomes `/`, another route. Over a raw socket the router receives it and answers 400; through
+ * inject it cannot reach the operation, so such values are skipped for path parameters.
+ */
+const isDotSegment = (v: string | undefined) => v !== undefined && /^\.+$/.test(v);
+
 function goodParam(name: string): fc.Arbitrary<string> {
   switch (name) {
     case 'questId':
@@ -162,6 +170,7 @@ describe('fuzzing every operation of the served OpenAPI document', () => {
       });
       await fc.assert(
         fc.asyncProperty(request, async ({ values, headers: h, body: payload }) => {
+          fc.pre(!names.some((p, i) => p.in === 'path' && isDotSegment(values[i])));
           let path = template;
           const query = new URLSearchParams();
           names.forEach((p, i) => {

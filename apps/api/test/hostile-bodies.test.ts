@@ -1,16 +1,14 @@
-import { readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import {
   createTestDatabase,
   createTestRedis,
-  REPO_ROOT,
   type ServiceProcess,
+  serviceEntry,
   startApiProcess,
   type TestDatabase,
   type TestRedis,
   UNTHROTTLED_RATE_LIMITS,
 } from '@quest/testing';
-import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_REPORTED_ISSUES } from '../src/errors.ts';
 import { MAX_JSON_DEPTH } from '../src/json-body.ts';
@@ -84,46 +82,21 @@ describe('memory of the API process after hostile bodies', () => {
    * and kept it; now the bundle idles at ~110 MB and settles at ~150 MB after the series.
    */
   const MAX_RSS = 200 * 1024 * 1024;
-  /** Under the test's own build dir (git-ignored), so the bundle's packages resolve from the repo's node_modules. */
-  const bundleDir = join(REPO_ROOT, 'test-results', `api-bundle-${process.pid}`);
-
   beforeAll(async () => {
-    // The same settings as scripts/build.mjs: only our own TypeScript is bundled.
-    await build({
-      entryPoints: [join(REPO_ROOT, 'apps/api/src/server.ts')],
-      outfile: join(bundleDir, 'server.mjs'),
-      bundle: true,
-      platform: 'node',
-      format: 'esm',
-      target: 'node20',
-      logLevel: 'warning',
-      plugins: [
-        {
-          name: 'third-party-external',
-          setup(b) {
-            b.onResolve({ filter: /^[^./]/ }, (args) =>
-              args.path.startsWith('@quest/') ? undefined : { path: args.path, external: true },
-            );
-          },
-        },
-      ],
-    });
+    // The bundle `npm start` runs (scripts/build.mjs, built once by the suite's global setup).
+    expect(serviceEntry('api')).toMatch(/\.mjs$/);
     [db, redis] = await Promise.all([createTestDatabase({ max: 2 }), createTestRedis()]);
-    ({ process: api, baseUrl } = await startApiProcess(
-      {
-        DATABASE_URL: db.url,
-        REDIS_URL: redis.url,
-        QUEUE_PREFIX: redis.prefix,
-        DATABASE_POOL_MAX: '2',
-        ...UNTHROTTLED_RATE_LIMITS,
-      },
-      join(bundleDir, 'server.mjs'),
-    ));
+    ({ process: api, baseUrl } = await startApiProcess({
+      DATABASE_URL: db.url,
+      REDIS_URL: redis.url,
+      QUEUE_PREFIX: redis.prefix,
+      DATABASE_POOL_MAX: '2',
+      ...UNTHROTTLED_RATE_LIMITS,
+    }));
   });
   afterAll(async () => {
     await api?.stop('SIGKILL');
     await Promise.all([db?.drop(), redis?.cleanup()]);
-    rmSync(bundleDir, { recursive: true, force: true });
   });
 
   it('stays under 200 MB RSS after eight 4 MiB bodies of nested arrays at once, twice', async () => {

@@ -85,6 +85,14 @@ describe('low-level client errors are answered in the envelope', () => {
     expectEnvelope(await rawRequest(bytes));
   });
 
+  it('routes a dot segment as sent (no resolving to another route): /quests/.. is a bad quest id', async () => {
+    for (const path of ['/quests/..', '/quests/%2E%2E']) {
+      const answer = await rawRequest(request([`GET ${path} HTTP/1.1`, 'Host: x', 'Connection: close']));
+      expect(answer.status, path).toBe(400);
+      expect(JSON.parse(answer.body).code, path).toBe('VALIDATION_FAILED');
+    }
+  });
+
   it('still answers a well-formed request normally', async () => {
     const answer = await rawRequest(request(['GET /healthz HTTP/1.1', 'Host: x', 'Connection: close']));
     expect(answer.status).toBe(200);
