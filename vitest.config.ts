@@ -2,8 +2,8 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 import { defineConfig } from 'vitest/config';
 
 /**
- * The files that take longest, longest first (measured one file at a time, or two at a time like
- * the suite, on the 2-core machine: about 55 s down to 12 s). Vitest runs the files it has
+ * The files that take longest, longest first (measured two at a time like the suite, on the
+ * 2-core machine, 2026-12-02: about 76 s down to 16 s). Vitest runs the files it has
  * durations for longest first, but a clean checkout (CI) has none, and then it runs the largest
  * files first: the fault suite's fast subset (a 25-line file, ~40 s) came last of the integration
  * files, and the suite ended with one worker busy on it while the other had nothing left to do.
@@ -11,11 +11,13 @@ import { defineConfig } from 'vitest/config';
  * loses its place in the queue.
  */
 const SLOWEST_FIRST = [
-  'tests/system/client.test.ts',
-  'tests/system/webhooks.test.ts',
-  'tools/chaos/test/chaos.test.ts',
   'tests/docs/commands.test.ts',
+  'tests/system/client.test.ts',
   'tests/system/credit.test.ts',
+  'tests/system/console.test.ts',
+  'tools/chaos/test/chaos.test.ts',
+  'tests/system/restore.test.ts',
+  'tests/system/webhooks.test.ts',
   'tests/system/cluster.test.ts',
   'tests/system/batches.test.ts',
   'tests/system/replies.test.ts',
@@ -28,8 +30,6 @@ const SLOWEST_FIRST = [
   'tests/system/order-spread.test.ts',
   'tests/system/status.test.ts',
   'tests/system/failover.test.ts',
-  // Not measured here (no Chromium on the machine that measured): browser journeys with a system.
-  'tests/system/console.test.ts',
   'tests/system/console-views.test.ts',
 ];
 
@@ -66,7 +66,8 @@ const WITH_PROCESSES = {
 export default defineConfig({
   test: {
     // Two files at a time: most of a system test's time is spent waiting on the processes it starts,
-    // so on a 2-core machine this halves the suite's wall time (327 s → 217 s measured).
+    // so on a 2-core machine this halves the suite's wall time (327 s → 217 s measured). Three
+    // gained nothing on 2026-12-02 (500 s against 515 s) and loaded the cores more.
     maxWorkers: 2,
     sequence: { sequencer: SlowestFirst },
     // The JSON report is what .ci/run counts passed/failed tests from.
