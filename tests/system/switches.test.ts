@@ -1,10 +1,10 @@
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, vi } from 'vitest';
 import type { Sql } from '@quest/db';
-import { createAccounts, createOwner, createQuest, get, post, REPO_ROOT, type System, systemTest } from '@quest/testing';
+import { createAccounts, createOwner, createQuest, get, post, type System, systemTest } from '@quest/testing';
+import { runCli } from '@quest/testing/cli';
 
 /**
  * The `quests` switch, end to end: switched off with `quest-admin features set`, every entry point
@@ -13,24 +13,11 @@ import { createAccounts, createOwner, createQuest, get, post, REPO_ROOT, type Sy
  * because each of them reaches the one command boundary (apps/api/src/commands/boundary.ts).
  */
 
-const BIN = 'apps/admin/bin/quest-admin.js';
 const test = systemTest({ workers: 1, partitions: 2 });
 
-function cli(system: System, args: readonly string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [BIN, ...args], {
-    cwd: REPO_ROOT,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: system.db.url },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-  return new Promise((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+/** quest-admin against the system's database, with nothing of this process's environment but PATH and HOME. */
+const cli = (system: System, args: readonly string[]) =>
+  runCli(args, { env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: system.db.url } });
 
 /** A console session of the owner: its cookie and CSRF token. */
 async function consoleSession(system: System, apiKey: string) {

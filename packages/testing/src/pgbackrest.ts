@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { onExitCleanup } from './exit.ts';
 import { freePort } from './ports.ts';
+import { killNode as killTree } from './postgres.ts';
 
 /**
  * A PostgreSQL cluster of the caller's own whose WAL pgBackRest archives (`archive_command =
@@ -104,31 +105,6 @@ function killNode(node: Node): void {
   try {
     process.kill(pid, 'SIGKILL');
   } catch {}
-}
-
-async function killTree(node: Node): Promise<void> {
-  const pid = node.pid();
-  if (!pid) return;
-  const { stdout } = await run('ps', ['-o', 'pid=', '--ppid', String(pid)]).catch(() => ({ stdout: '' }));
-  for (const p of [
-    pid,
-    ...stdout
-      .split('\n')
-      .map(Number)
-      .filter((n) => n > 0),
-  ]) {
-    try {
-      process.kill(p, 'SIGKILL');
-    } catch {}
-  }
-  for (let i = 0; i < 500; i++) {
-    try {
-      process.kill(pid, 0);
-    } catch {
-      return;
-    }
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 const pg = (bin: string, args: string[], timeoutMs = 120_000) => {

@@ -114,7 +114,7 @@ async function stopNode(node: Node): Promise<void> {
 }
 
 /** SIGKILL a postmaster and every process it started, at once: the machine is gone, not shutting down. */
-async function killNode(node: Node): Promise<void> {
+export async function killNode(node: Pick<Node, 'pid'>): Promise<void> {
   const pid = node.pid();
   if (!pid) return;
   const { stdout } = await run('ps', ['-o', 'pid=', '--ppid', String(pid)]).catch(() => ({ stdout: '' }));
