@@ -27,17 +27,11 @@ export interface BatchState extends BatchProgress {
 }
 
 /** A batch as answered and announced (timestamps in ISO 8601 UTC, with milliseconds). */
-export interface BatchSummaryView {
-  id: string;
-  status: BatchStatus;
-  total: number;
-  processed: number;
-  succeeded: number;
-  failed: number;
+export type BatchSummaryView = Omit<BatchProgress, 'created_at' | 'updated_at' | 'completed_at'> & {
   created_at: string;
   updated_at: string;
   completed_at: string | null;
-}
+};
 
 export function batchSummaryView(b: BatchProgress): BatchSummaryView {
   return {
