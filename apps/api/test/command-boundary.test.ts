@@ -1,7 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CommandBoundary } from '../src/commands/boundary.ts';
+import { type BoundaryDeps, CommandBoundary } from '../src/commands/boundary.ts';
 import type { FeatureFlagCache } from '../src/flags.ts';
 import { OwnerItemLimit } from '../src/rate-limits.ts';
 import { readOnlyAllocator } from './helpers.ts';
@@ -31,6 +31,19 @@ async function sources(dir: string): Promise<string[]> {
   return entries.filter((e) => e.isFile() && e.name.endsWith('.ts')).map((e) => join(e.parentPath, e.name));
 }
 
+/** A boundary on no database: every switch on, no rate budget, unless the test gives its own. */
+function boundaryWith(deps: Partial<BoundaryDeps>): CommandBoundary {
+  return new CommandBoundary({
+    sql: {} as never,
+    allocator: readOnlyAllocator(),
+    flags: { require: () => {} } as unknown as FeatureFlagCache,
+    ownerItems: new OwnerItemLimit(undefined, 'test'),
+    webhooks: { secretKey: null, allowPrivateUrls: false },
+    batches: { waitMs: 0, maxItems: 10 },
+    ...deps,
+  });
+}
+
 describe('the command boundary', () => {
   it('is the only place that writes for an owner or submits to the queue', async () => {
     const offenders: string[] = [];
@@ -47,14 +60,7 @@ describe('the command boundary', () => {
 
   it('declares a switch for every command, and the quests switch for every credit', () => {
     const flags = { require: () => {} } as unknown as FeatureFlagCache;
-    const boundary = new CommandBoundary({
-      sql: {} as never,
-      allocator: readOnlyAllocator(),
-      flags,
-      ownerItems: new OwnerItemLimit(undefined, 'test'),
-      webhooks: { secretKey: null, allowPrivateUrls: false },
-      batches: { waitMs: 0, maxItems: 10 },
-    });
+    const boundary = boundaryWith({ flags });
     const declared = Object.fromEntries(Object.entries(boundary.commands).map(([name, c]) => [name, c.flag]));
     expect(declared).toEqual({
       credit: 'quests',
@@ -82,14 +88,8 @@ describe('the command boundary', () => {
         return { kind: 'failed' as const };
       },
     };
-    const boundary = new CommandBoundary({
-      sql: {} as never,
-      allocator,
-      flags,
-      ownerItems: { charge: async () => void calls.push('charge') } as unknown as OwnerItemLimit,
-      webhooks: { secretKey: null, allowPrivateUrls: false },
-      batches: { waitMs: 0, maxItems: 10 },
-    });
+    const ownerItems = { charge: async () => void calls.push('charge') } as unknown as OwnerItemLimit;
+    const boundary = boundaryWith({ allocator, flags, ownerItems });
     const caller = {
       questOwner: async () => {
         calls.push('authorise');
@@ -110,14 +110,7 @@ describe('the command boundary', () => {
   });
 
   it('validates a console-shaped input like the route schema: 400 VALIDATION_FAILED details, not a 500', async () => {
-    const boundary = new CommandBoundary({
-      sql: {} as never,
-      allocator: readOnlyAllocator(),
-      flags: { require: () => {} } as unknown as FeatureFlagCache,
-      ownerItems: new OwnerItemLimit(undefined, 'test'),
-      webhooks: { secretKey: null, allowPrivateUrls: false },
-      batches: { waitMs: 0, maxItems: 10 },
-    });
+    const boundary = boundaryWith({});
     const caller = { questOwner: async () => 'own_1', owner: async () => 'own_1', headers: { header: () => {} }, requestId: 'r' };
     const refused = await boundary
       .reverse(caller, { questId: 1, payoutId: 'pay_x', points: 0, idempotencyKey: undefined })
