@@ -159,7 +159,10 @@ async function pointInTime(pg: ArchivedPostgres, sql: Sql, load: KeyedLoad, opts
   steps.log(`load running: ${load.ackedSince(0)} acknowledged; base backup`);
   await pg.backup('full');
   const backedUp = Date.now();
-  await waitFor(() => load.ackedSince(backedUp) >= opts.perPhase, 'load after the backup');
+  // A time target restores from a backup that stopped more than a second before it (pgBackRest
+  // compares whole seconds: setBefore), so the target is taken only once that holds for this one.
+  const restorable = () => Date.now() > backedUp + 1000;
+  await waitFor(() => load.ackedSince(backedUp) >= opts.perPhase && restorable(), 'load after the backup');
   const target = new Date();
   await waitFor(() => load.ackedSince(target.getTime()) >= opts.perPhase, 'load after the recovery target');
   const deleted = await sql`delete from payouts where quest_id = ${steps.questIds[0]!}`;
